@@ -1,0 +1,1 @@
+"""toyscale: industrial ML papers reproduced at toy scale."""

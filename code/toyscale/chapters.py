@@ -1,0 +1,51 @@
+"""The chapter registry: every chapter of the book, its part, and where its module lives.
+
+A chapter module (`toyscale.<part>.<name>`) provides `Config` (with `Config.fast()`),
+`run(config=None, *, seed=0) -> Result` and `CLAIMS`; see the chapter contract in the README.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+
+class UnknownChapter(ValueError):
+    """A chapter name that is not in the registry."""
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One chapter: its short name, its part of the book, and its title."""
+
+    name: str
+    part: str
+    title: str
+
+    @property
+    def module_name(self) -> str:
+        return f"toyscale.{self.part}.{self.name}"
+
+    def load(self) -> ModuleType:
+        """Import the chapter's module and check that it has the contract's three entry points."""
+        module = importlib.import_module(self.module_name)
+        missing = [attr for attr in ("Config", "run", "CLAIMS") if not hasattr(module, attr)]
+        if missing:
+            raise TypeError(f"{self.module_name} misses {missing} of the chapter contract")
+        return module
+
+
+CHAPTERS: dict[str, Chapter] = {
+    chapter.name: chapter
+    for chapter in [
+        Chapter("jrc", "recsys", "JRC: joint optimization of ranking and calibration"),
+    ]
+}
+
+
+def get(name: str) -> Chapter:
+    """The chapter called `name`; UnknownChapter lists the valid names otherwise."""
+    if name not in CHAPTERS:
+        raise UnknownChapter(f"unknown chapter {name!r}; the chapters are: {', '.join(CHAPTERS)}")
+    return CHAPTERS[name]

@@ -1,0 +1,167 @@
+"""The command line: `python -m toyscale list | run NAME | reproduce [NAME ...|--all] | bench [NAME ...|--all]`.
+
+User errors (an unknown chapter, a bad option) exit with status 2 and a one-line message, never a
+traceback. `reproduce --strict` exits 1 when an expected claim fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .chapters import CHAPTERS, Chapter, UnknownChapter, get
+from .core import Table, check_results, claims_table, evaluate, set_threads
+from .core.data import atomic_write_bytes
+from .core.timing import Stopwatch, peak_memory_mb
+
+
+class UsageError(Exception):
+    """A mistake in how the command was called: reported in one line, exit status 2."""
+
+
+def _chapters(names: Sequence[str], all_: bool) -> list[Chapter]:
+    """The chapters named on the command line, or all of them with --all."""
+    if all_ and names:
+        raise UsageError("give chapter names or --all, not both")
+    if not all_ and not names:
+        raise UsageError(f"name at least one chapter or pass --all; the chapters are: {', '.join(CHAPTERS)}")
+    try:
+        return list(CHAPTERS.values()) if all_ else [get(name) for name in names]
+    except UnknownChapter as error:
+        raise UsageError(str(error)) from None
+
+
+def _config(module: Any, fast: bool) -> Any:
+    return module.Config.fast() if fast else module.Config()
+
+
+def _metrics_table(result: Any) -> Table:
+    """The result's metrics (arm -> metric -> value), or its scalar fields when it has no `metrics`."""
+    metrics = getattr(result, "metrics", None)
+    if isinstance(metrics, dict) and metrics:
+        return Table.from_nested(metrics, row_title="arm", caption="Results")
+    scalars = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    rows = [[k, v] for k, v in scalars.items() if isinstance(v, int | float | str)]
+    return Table(["field", "value"], rows, "Results")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = [[c.name, c.part, c.title, ", ".join(claim.id for claim in c.load().CLAIMS)] for c in CHAPTERS.values()]
+    print(Table(["chapter", "part", "title", "claims"], rows))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    chapter = _chapters([args.name], False)[0]
+    module = chapter.load()
+    result = module.run(_config(module, args.fast), seed=args.seed)
+    print(_metrics_table(result))
+    print()
+    print(claims_table(check_results(module.CLAIMS, [result], [args.seed], chapter.name)))
+    print("\nOne seed only: the book checks claims over several (python -m toyscale reproduce NAME).")
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    if args.seeds < 1:
+        raise UsageError(f"--seeds must be at least 1, got {args.seeds}")
+    chapters = _chapters(args.names, args.all)
+    outcomes, seconds = [], {}
+    for chapter in chapters:
+        module = chapter.load()
+        with Stopwatch() as watch:
+            found = evaluate(module.CLAIMS, module.run, range(args.seeds), _config(module, args.fast), chapter.name)
+        seconds[chapter.name] = round(watch.seconds, 2)
+        outcomes += found
+    table = claims_table(outcomes)
+    table.columns.insert(0, "chapter")
+    for row, outcome in zip(table.rows, outcomes, strict=True):
+        row.insert(0, outcome.chapter)
+    print(table)
+    failed = [o for o in outcomes if o.fails_strict]
+    print(f"\n{len(outcomes) - len(failed)} of {len(outcomes)} claims as expected; {len(failed)} failed.")
+    if args.json:
+        payload = {"claims": [o.as_dict() for o in outcomes], "seconds": seconds}
+        atomic_write_bytes(args.json, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
+    return 1 if args.strict and failed else 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    chapters = _chapters(args.names, args.all)
+    rows, report = [], {}
+    for chapter in chapters:
+        child = subprocess.run(
+            [sys.executable, "-m", "toyscale", "_bench_one", chapter.name],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if child.returncode != 0:
+            print(child.stderr, file=sys.stderr)
+            raise RuntimeError(f"benchmark of {chapter.name} failed with exit status {child.returncode}")
+        measured = json.loads(child.stdout.strip().splitlines()[-1])
+        report[chapter.name] = measured
+        rows.append([chapter.name, measured["seconds"], measured["peak_memory_mb"]])
+    rows.append(["total", round(sum(r[1] for r in rows), 2), max(r[2] for r in rows)])
+    print(Table(["chapter", "wall seconds", "peak memory (MiB)"], rows, "run() at the default config, one thread"))
+    if args.json:
+        atomic_write_bytes(args.json, (json.dumps(report, indent=2) + "\n").encode())
+    return 0
+
+
+def cmd_bench_one(args: argparse.Namespace) -> int:
+    """Run one chapter at its default config in this (fresh) process and print time and memory as JSON."""
+    module = get(args.name).load()
+    with Stopwatch() as watch:
+        module.run(module.Config(), seed=0)
+    print(json.dumps({"seconds": round(watch.seconds, 2), "peak_memory_mb": round(peak_memory_mb(), 1)}))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m toyscale", description=__doc__.splitlines()[0])
+    commands = top.add_subparsers(dest="command", required=True, metavar="{list,run,reproduce,bench}")
+
+    commands.add_parser("list", help="the chapters, their part and their claims").set_defaults(func=cmd_list)
+
+    run = commands.add_parser("run", help="run one chapter's experiment and print its results and claims")
+    run.add_argument("name", help=f"one of: {', '.join(CHAPTERS)}")
+    run.add_argument("--seed", type=int, default=0, help="the seed (default 0)")
+    run.add_argument("--fast", action="store_true", help="use Config.fast(), the quick configuration of the tests")
+    run.set_defaults(func=cmd_run)
+
+    reproduce = commands.add_parser("reproduce", help="check chapters' claims over several seeds: the scorecard")
+    reproduce.add_argument("names", nargs="*", help="chapter names")
+    reproduce.add_argument("--all", action="store_true", help="every chapter")
+    reproduce.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
+    reproduce.add_argument("--fast", action="store_true", help="use Config.fast()")
+    reproduce.add_argument("--json", type=Path, help="also write the scorecard as JSON to this path")
+    reproduce.add_argument("--strict", action="store_true", help="exit 1 when an expected claim fails")
+    reproduce.set_defaults(func=cmd_reproduce)
+
+    bench = commands.add_parser("bench", help="time each chapter's run() at its default config in a fresh process")
+    bench.add_argument("names", nargs="*", help="chapter names")
+    bench.add_argument("--all", action="store_true", help="every chapter")
+    bench.add_argument("--json", type=Path, help="also write the measurements as JSON to this path")
+    bench.set_defaults(func=cmd_bench)
+
+    one = commands.add_parser("_bench_one")  # the child process of `bench`
+    one.add_argument("name")
+    one.set_defaults(func=cmd_bench_one)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    set_threads(1)
+    try:
+        return args.func(args)
+    except UsageError as error:
+        print(f"python -m toyscale {args.command}: error: {error}", file=sys.stderr)
+        return 2

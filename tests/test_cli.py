@@ -1,0 +1,38 @@
+"""The command line: user errors exit 2 with a message; the registry matches the package."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from toyscale.chapters import CHAPTERS, UnknownChapter, get
+from toyscale.cli import main
+
+
+def test_unknown_chapter_exits_2_and_lists_the_chapters(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown chapter 'nope'" in err and "jrc" in err and "Traceback" not in err
+
+
+def test_reproduce_needs_names_or_all(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce"]) == 2
+    assert main(["reproduce", "jrc", "--all"]) == 2
+    assert main(["reproduce", "jrc", "--seeds", "0"]) == 2
+
+
+def test_unknown_command_exits_2() -> None:
+    done = subprocess.run([sys.executable, "-m", "toyscale", "fly"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "invalid choice" in done.stderr
+
+
+@pytest.mark.parametrize("name", list(CHAPTERS))
+def test_every_registered_chapter_meets_the_contract(name: str) -> None:
+    module = get(name).load()
+    config = module.Config.fast()
+    assert type(config) is module.Config
+    assert module.CLAIMS and len({c.id for c in module.CLAIMS}) == len(module.CLAIMS)
+    with pytest.raises(UnknownChapter):
+        get(name + "_nope")
