@@ -1,4 +1,4 @@
-"""The command line: `python -m toyscale list | run NAME | reproduce [NAME ...|--all] | bench [NAME ...|--all]`.
+"""The command line: `python -m toyscale list | run NAME | reproduce [NAME ...|--all] | bench [NAME ...|--all] | data`.
 
 User errors (an unknown chapter, a bad option) exit with status 2 and a one-line message, never a
 traceback. `reproduce --strict` exits 1 when an expected claim fails.
@@ -19,6 +19,7 @@ from .chapters import CHAPTERS, Chapter, UnknownChapter, get
 from .core import Table, check_results, claims_table, evaluate, set_threads
 from .core.data import atomic_write_bytes
 from .core.timing import Stopwatch, peak_memory_mb
+from .datasets import DATASETS
 
 
 class UsageError(Exception):
@@ -115,6 +116,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_data(args: argparse.Namespace) -> int:
+    rows = [[d.name, ", ".join(d.chapters), d.fingerprint()] for d in DATASETS.values()]
+    print(Table(["data set", "chapters", "sha256 (see data/README.md)"], rows))
+    return 0
+
+
 def cmd_bench_one(args: argparse.Namespace) -> int:
     """Run one chapter at its default config in this (fresh) process and print time and memory as JSON."""
     module = get(args.name).load()
@@ -126,7 +133,7 @@ def cmd_bench_one(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m toyscale", description=__doc__.splitlines()[0])
-    commands = top.add_subparsers(dest="command", required=True, metavar="{list,run,reproduce,bench}")
+    commands = top.add_subparsers(dest="command", required=True, metavar="{list,run,reproduce,bench,data}")
 
     commands.add_parser("list", help="the chapters, their part and their claims").set_defaults(func=cmd_list)
 
@@ -150,6 +157,9 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--all", action="store_true", help="every chapter")
     bench.add_argument("--json", type=Path, help="also write the measurements as JSON to this path")
     bench.set_defaults(func=cmd_bench)
+
+    data = commands.add_parser("data", help="regenerate every data set and print its fingerprint")
+    data.set_defaults(func=cmd_data)
 
     one = commands.add_parser("_bench_one")  # the child process of `bench`
     one.add_argument("name")

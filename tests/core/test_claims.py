@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from toyscale.core import Claim, Verdict, all_of, claims_table, evaluate, paired, within
+from toyscale.core import Claim, Verdict, all_of, at_most, claims_table, evaluate, paired, within
 
 
 def test_paired_passes_only_with_margin_and_wins() -> None:
@@ -27,8 +27,10 @@ def test_paired_rejects_mismatched_seeds() -> None:
         paired([1.0], [1.0, 2.0], margin=0.0)
 
 
-def test_within_and_all_of() -> None:
+def test_within_at_most_and_all_of() -> None:
     assert within([0.98, 1.02], 0.95, 1.05, "PCOC").passed
+    assert at_most([0.001, 0.003], 0.005, "Δ loss").passed
+    assert not at_most([0.001, 0.013], 0.005, "Δ loss").passed
     assert not within([0.98, 1.2], 0.95, 1.05, "PCOC").passed
     assert not all_of(Verdict(True, "a"), Verdict(False, "b")).passed
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.metrics import roc_auc_score
 
 from toyscale.core import metrics
 
@@ -19,6 +20,21 @@ def test_group_auc_weights_groups_by_impressions_and_skips_single_label_groups()
     groups = [0, 0, 1, 1, 1, 2, 2]  # group 2 holds clicks only
     # group 0: AUC 1 over 2 impressions; group 1: the click (0.5) beats 1 of 2 non-clicks -> 0.5 over 3
     assert metrics.group_auc(y, p, groups) == pytest.approx((2 * 1.0 + 3 * 0.5) / 5)
+
+
+@pytest.mark.parametrize("decimals", [1, 6])
+def test_group_auc_equals_the_mean_of_per_group_sklearn_aucs(decimals: int) -> None:
+    rng = np.random.default_rng(decimals)
+    groups = rng.integers(0, 50, 600)
+    y = (rng.random(600) < 0.3).astype(int)
+    p = np.round(rng.random(600), decimals)  # one decimal: many ties
+    total, weight = 0.0, 0
+    for g in np.unique(groups):
+        in_g = groups == g
+        if 0 < y[in_g].sum() < in_g.sum():
+            total += in_g.sum() * roc_auc_score(y[in_g], p[in_g])
+            weight += in_g.sum()
+    assert metrics.group_auc(y, p, groups) == pytest.approx(total / weight, abs=1e-12)
 
 
 def test_group_auc_of_one_group_is_auc() -> None:

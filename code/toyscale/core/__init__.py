@@ -1,7 +1,7 @@
 """The parts every chapter shares: seeds, devices, the training loop, metrics, plots, claims, data and timing."""
 
 from . import metrics, plot
-from .claims import Claim, ClaimOutcome, Verdict, all_of, check_results, claims_table, evaluate, paired, within
+from .claims import Claim, ClaimOutcome, Verdict, all_of, at_most, check_results, claims_table, evaluate, paired, within
 from .data import DataError, array_checksum, atomic_write_bytes, load_arrays, save_arrays
 from .devices import device, set_threads
 from .progress import progress
@@ -19,6 +19,7 @@ __all__ = [
     "Verdict",
     "all_of",
     "array_checksum",
+    "at_most",
     "atomic_write_bytes",
     "check_results",
     "claims_table",

@@ -130,6 +130,14 @@ def within(values: Sequence[float], lo: float, hi: float, name: str) -> Verdict:
     return Verdict(inside == len(values), detail)
 
 
+def at_most(values: Sequence[float], limit: float, name: str) -> Verdict:
+    """A 'no worse than' check: the mean over seeds is at most `limit` (e.g. a tolerated excess loss)."""
+    if not values:
+        raise ValueError("at_most needs at least one value")
+    mean, std = mean_std(values)
+    return Verdict(mean <= limit, f"{name} = {mean:+.4f} ± {std:.4f} over {len(values)} seeds (limit {limit:+g})")
+
+
 def all_of(*verdicts: Verdict) -> Verdict:
     """A verdict that passes when every part passes, with every part's numbers."""
     if not verdicts:

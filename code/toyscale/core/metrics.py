@@ -43,25 +43,39 @@ def group_auc(y: ArrayLike, p: ArrayLike, groups: ArrayLike) -> float:
     GAUC = Σ_g n_g · AUC_g / Σ_g n_g over the groups g (users, sessions) that hold both labels;
     groups with a single label have no AUC and are left out. It measures ranking *within* a group,
     which is what a feed or an ad slot actually uses.
+
+    Each AUC_g comes from the Mann–Whitney rank sum, AUC_g = (R_g − P_g(P_g + 1)/2) / (P_g N_g),
+    with R_g the sum of the clicks' ranks within g (ties get their average rank), P_g clicks and
+    N_g non-clicks; one sort serves every group, so thousands of sessions take milliseconds.
     """
     y_arr, p_arr = _labels_and_probs(y, p)
-    g_arr = np.asarray(groups).ravel()
-    if g_arr.shape != y_arr.shape:
-        raise ValueError(f"groups must have one entry per sample, got {g_arr.size} for {y_arr.size} samples")
-    order = np.argsort(g_arr, kind="stable")
-    g_sorted, y_sorted, p_sorted = g_arr[order], y_arr[order], p_arr[order]
-    starts = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])
-    ends = np.r_[starts[1:], g_sorted.size]
-    total, weight = 0.0, 0
-    for start, end in zip(starts, ends, strict=True):
-        y_g = y_sorted[start:end]
-        if y_g.min() == y_g.max():
-            continue
-        total += (end - start) * roc_auc_score(y_g, p_sorted[start:end])
-        weight += end - start
-    if weight == 0:
+    g_raw = np.asarray(groups).ravel()
+    if g_raw.shape != y_arr.shape:
+        raise ValueError(f"groups must have one entry per sample, got {g_raw.size} for {y_arr.size} samples")
+    _, g_arr = np.unique(g_raw, return_inverse=True)
+    # sort by group, then by score within the group
+    order = np.lexsort((p_arr, g_arr))
+    g_arr, p_arr, y_arr = g_arr[order], p_arr[order], y_arr[order]
+    n = y_arr.size
+    positions = np.arange(n)
+    group_first = np.r_[True, g_arr[1:] != g_arr[:-1]]
+    group_start = np.maximum.accumulate(np.where(group_first, positions, 0))
+    # runs of tied scores inside a group share their average rank
+    tie_first = group_first | np.r_[True, p_arr[1:] != p_arr[:-1]]
+    tie_id = np.cumsum(tie_first) - 1
+    tie_start = np.flatnonzero(tie_first)
+    tie_end = np.r_[tie_start[1:], n] - 1
+    rank = (tie_start[tie_id] + tie_end[tie_id]) / 2.0 - group_start + 1.0
+    size = np.bincount(g_arr).astype(np.float64)
+    clicks = np.bincount(g_arr, weights=y_arr)
+    non_clicks = size - clicks
+    rank_sum = np.bincount(g_arr, weights=rank * y_arr)
+    both = (clicks > 0) & (non_clicks > 0)
+    if not both.any():
         raise ValueError("no group holds both labels, so group AUC is undefined")
-    return float(total / weight)
+    # AUC_g = (R_g − P_g(P_g + 1)/2) / (P_g · N_g)
+    auc_g = (rank_sum[both] - clicks[both] * (clicks[both] + 1) / 2) / (clicks[both] * non_clicks[both])
+    return float(np.sum(size[both] * auc_g) / np.sum(size[both]))
 
 
 def log_loss(y: ArrayLike, p: ArrayLike) -> float:

@@ -1,0 +1,303 @@
+"""A synthetic ad world: users, items, contexts and a known ground-truth click model.
+
+Every recsys chapter draws its click logs from here, so that the reader meets one world and
+watches each paper change one thing about how it is learned from.
+
+The generative model
+--------------------
+**Population.** Users u = 1..U and items i = 1..I carry latent vectors and biases. Each user
+belongs to one of S segments and each item to one of C categories; the latent vectors lean
+towards their group's centre, so the side features (segment, category) carry part of the signal:
+
+    a_u = √ρ · A_{seg(u)} + √(1−ρ) · ε_u,        b_i = √ρ · B_{cat(i)} + √(1−ρ) · η_i,
+
+with A, B, ε, η standard normal in R^k and ρ = `side_info`. Biases: β_u ~ N(0, σ_u²),
+β_i ~ N(0, σ_i²).
+
+**Activity and popularity (long tail).** A context z (a session: one user, one page of
+impressions) belongs to user u with probability ∝ rank(u)^(−a_U), Zipf-like: a few heavy users
+own many sessions and most users own one or two. Items are shown with probability
+∝ rank(i)^(−a_I).
+
+**The context shift (unobserved).** Each context draws a shift s_z ~ N(0, σ_z²): the traffic
+source, the time of day, the intent behind the visit. No model ever sees s_z.
+
+**Exposure.** The page holds n_z ≈ `session_size` impressions. Promotions run on busy,
+high-intent pages: items carry a promotion score π_i ~ N(0, 1), and a context shows item i with
+probability ∝ popularity_i · exp(γ · s_z · π_i), with γ = `exposure_confounding`. With γ = 0
+exposure ignores the context; with γ > 0 promoted items are shown more on high-intent pages,
+so a model that cannot see s_z credits them with clicks the context earned.
+
+**Clicks.** The ground truth is a logistic model:
+
+    logit P(y = 1 | u, i, z) = β₀ + β_u + β_i + κ · a_u·b_i / √k + s_z,
+
+with β₀ = `base_logit` and κ = `affinity_scale`; y ~ Bernoulli(σ(logit)). The oracle's
+probability σ(logit) is kept for every impression.
+
+Extension points for later chapters: a `WorldConfig` field with a neutral default for each new
+effect (domains, exposure policies, more feature fields), `sample_population` for what is drawn
+once, `sample_contexts` for who sees what where, `true_logit` for the click model, and
+`ClickLog.fields` for the categorical inputs a model may use. Everything is NumPy, and the same
+seed gives the same log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from toyscale.core.seeding import rng
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """The knobs of the world; the defaults give a long-tail ad world with strong context shifts."""
+
+    n_users: int = 4000  # U: users; most of them are sparse (see user_zipf)
+    n_items: int = 300  # I: items (ads)
+    n_user_segments: int = 16  # S: user segments, a side feature the model sees
+    n_item_categories: int = 16  # C: item categories, a side feature the model sees
+    n_contexts: int = 8000  # contexts (sessions, pages) in the log
+    session_size: int = 10  # mean impressions per context; sizes are uniform on [size/2, 3·size/2]
+    latent_dim: int = 4  # k: rank of the user-item affinity
+    side_info: float = 0.5  # ρ: share of a latent vector explained by its segment / category
+    user_zipf: float = 1.1  # a_U: context ownership ∝ rank(u)^(−a_U), the long tail of users
+    item_zipf: float = 0.8  # a_I: exposure ∝ rank(i)^(−a_I), the long tail of items
+    base_logit: float = -2.0  # β₀: global bias (a CTR near 10–15 %)
+    user_bias_std: float = 0.7  # σ_u: spread of user biases β_u
+    item_bias_std: float = 0.5  # σ_i: spread of item biases β_i
+    affinity_scale: float = 1.5  # κ: weight of the user-item affinity a_u·b_i/√k
+    context_shift_std: float = 1.5  # σ_z: spread of the unobserved context shift s_z
+    exposure_confounding: float = 0.7  # γ: promoted items shown more on high-shift pages (0 = none)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                raise TypeError(f"{f.name} must be a number, got {value!r}")
+        for name in ("n_users", "n_items", "n_user_segments", "n_item_categories", "n_contexts", "latent_dim"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.session_size < 2:
+            raise ValueError(
+                f"session_size must be >= 2 (a context needs two impressions to rank), got {self.session_size}"
+            )
+        if not 0.0 <= self.side_info <= 1.0:
+            raise ValueError(f"side_info must be in [0, 1], got {self.side_info}")
+        for name in ("user_zipf", "item_zipf", "user_bias_std", "item_bias_std", "context_shift_std"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class Population:
+    """What is drawn once per world: latent vectors, biases, side features, popularity."""
+
+    user_vec: np.ndarray  # (U, k) a_u
+    item_vec: np.ndarray  # (I, k) b_i
+    user_bias: np.ndarray  # (U,) β_u
+    item_bias: np.ndarray  # (I,) β_i
+    user_segment: np.ndarray  # (U,) seg(u)
+    item_category: np.ndarray  # (I,) cat(i)
+    user_activity: np.ndarray  # (U,) probability that a context belongs to u (Zipf)
+    item_popularity: np.ndarray  # (I,) base exposure probability of i (Zipf)
+    item_promotion: np.ndarray  # (I,) π_i, how strongly i is pushed on high-intent pages
+
+
+@dataclass(frozen=True)
+class ClickLog:
+    """A click log as plain arrays, one entry per impression, sorted by context.
+
+    `fields` maps each categorical input a model may see to its integer codes and `cardinality`
+    to its number of values. `context` ids are the contexts' indices in the world; `shift` (s_z)
+    and `p_true` are the ground truth, for the oracle and for analysis only.
+    """
+
+    user: np.ndarray  # (N,) user id
+    item: np.ndarray  # (N,) item id
+    context: np.ndarray  # (N,) context (session) id, non-decreasing
+    y: np.ndarray  # (N,) click label 0/1
+    p_true: np.ndarray  # (N,) σ(true logit), the oracle's probability
+    shift: np.ndarray  # (N,) s_z of the impression's context (never a model input)
+    fields: dict[str, np.ndarray] = field(default_factory=dict)  # model inputs by field name
+    cardinality: dict[str, int] = field(default_factory=dict)  # number of values per field
+
+    def __len__(self) -> int:
+        return int(self.y.size)
+
+    def subset(self, mask: np.ndarray) -> ClickLog:
+        """The impressions selected by `mask` (a boolean mask or an index array over impressions)."""
+        return ClickLog(
+            user=self.user[mask],
+            item=self.item[mask],
+            context=self.context[mask],
+            y=self.y[mask],
+            p_true=self.p_true[mask],
+            shift=self.shift[mask],
+            fields={name: codes[mask] for name, codes in self.fields.items()},
+            cardinality=dict(self.cardinality),
+        )
+
+
+def zipf_weights(n: int, exponent: float, generator: np.random.Generator) -> np.ndarray:
+    """Probabilities ∝ rank^(−exponent) over n entities, ranks assigned in a random order."""
+    ranks = generator.permutation(n) + 1
+    weights = ranks.astype(np.float64) ** (-exponent)
+    return weights / weights.sum()
+
+
+def grouped_vectors(n: int, groups: int, dim: int, side_info: float, generator: np.random.Generator):
+    """Latent vectors that lean towards their group's centre: v = √ρ·centre + √(1−ρ)·noise."""
+    membership = generator.integers(0, groups, size=n)
+    centres = generator.standard_normal((groups, dim))
+    noise = generator.standard_normal((n, dim))
+    vectors = np.sqrt(side_info) * centres[membership] + np.sqrt(1.0 - side_info) * noise
+    return vectors, membership
+
+
+def sample_population(config: WorldConfig, generator: np.random.Generator) -> Population:
+    """Draw the users and items of the world (see the module docstring for the equations)."""
+    user_vec, user_segment = grouped_vectors(
+        config.n_users, config.n_user_segments, config.latent_dim, config.side_info, generator
+    )
+    item_vec, item_category = grouped_vectors(
+        config.n_items, config.n_item_categories, config.latent_dim, config.side_info, generator
+    )
+    return Population(
+        user_vec=user_vec,
+        item_vec=item_vec,
+        user_bias=config.user_bias_std * generator.standard_normal(config.n_users),
+        item_bias=config.item_bias_std * generator.standard_normal(config.n_items),
+        user_segment=user_segment,
+        item_category=item_category,
+        user_activity=zipf_weights(config.n_users, config.user_zipf, generator),
+        item_popularity=zipf_weights(config.n_items, config.item_zipf, generator),
+        item_promotion=generator.standard_normal(config.n_items),
+    )
+
+
+def sample_contexts(config: WorldConfig, population: Population, generator: np.random.Generator):
+    """Who sees what where: per impression (user, item, context id), and the shift s_z per context.
+
+    Each context z draws its owner u ∝ activity, its shift s_z ~ N(0, σ_z²), its size n_z, and
+    n_z distinct items with probability ∝ popularity_i · exp(γ · s_z · π_i).
+    """
+    n_ctx = config.n_contexts
+    owners = generator.choice(config.n_users, size=n_ctx, p=population.user_activity)
+    shifts = config.context_shift_std * generator.standard_normal(n_ctx)
+    low, high = max(2, config.session_size // 2), config.session_size + config.session_size // 2
+    sizes = np.minimum(generator.integers(low, high + 1, size=n_ctx), config.n_items)
+    # exposure ∝ popularity_i · exp(γ · s_z · π_i): log-weights per (context, item)
+    scores = np.log(population.item_popularity)[None, :] + config.exposure_confounding * np.outer(
+        shifts, population.item_promotion
+    )
+    # Gumbel top-n: the n_z largest of log-weight + Gumbel noise are n_z distinct weighted draws
+    gumbel = -np.log(-np.log(generator.random(scores.shape)))
+    ranked = np.argsort(-(scores + gumbel), axis=1)[:, : sizes.max()]
+    keep = np.arange(ranked.shape[1])[None, :] < sizes[:, None]
+    contexts = np.repeat(np.arange(n_ctx), sizes)
+    return owners[contexts], ranked[keep], contexts, shifts
+
+
+def true_logit(config: WorldConfig, population: Population, user, item, shift) -> np.ndarray:
+    """The ground-truth click logit: β₀ + β_u + β_i + κ·a_u·b_i/√k + s_z."""
+    # a_u · b_i / √k, the low-rank user-item affinity
+    affinity = np.sum(population.user_vec[user] * population.item_vec[item], axis=1) / np.sqrt(config.latent_dim)
+    # β₀ + β_u + β_i + κ · affinity + s_z
+    return (
+        config.base_logit
+        + population.user_bias[user]
+        + population.item_bias[item]
+        + config.affinity_scale * affinity
+        + shift
+    )
+
+
+def make_log(config: WorldConfig | None = None, *, seed: int = 0) -> ClickLog:
+    """Draw a whole click log from the world: population, contexts, then clicks. Same seed, same log."""
+    config = config or WorldConfig()
+    if not isinstance(config, WorldConfig):
+        raise TypeError(f"config must be a WorldConfig, got {type(config).__name__}")
+    generator = rng(seed)
+    population = sample_population(config, generator)
+    user, item, context, shifts = sample_contexts(config, population, generator)
+    p_true = 1.0 / (1.0 + np.exp(-true_logit(config, population, user, item, shifts[context])))
+    y = (generator.random(p_true.size) < p_true).astype(np.int64)
+    return ClickLog(
+        user=user,
+        item=item,
+        context=context,
+        y=y,
+        p_true=p_true,
+        shift=shifts[context],
+        fields={
+            "user": user,
+            "item": item,
+            "user_segment": population.user_segment[user],
+            "item_category": population.item_category[item],
+        },
+        cardinality={
+            "user": config.n_users,
+            "item": config.n_items,
+            "user_segment": config.n_user_segments,
+            "item_category": config.n_item_categories,
+        },
+    )
+
+
+def split_by_context(log: ClickLog, test_fraction: float = 0.2, *, seed: int = 0) -> tuple[ClickLog, ClickLog]:
+    """Split a log into train and test by whole contexts: no context has impressions on both sides."""
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    contexts = np.unique(log.context)
+    generator = rng(seed)
+    test_contexts = generator.choice(contexts, size=max(1, round(test_fraction * contexts.size)), replace=False)
+    in_test = np.isin(log.context, test_contexts)
+    return log.subset(~in_test), log.subset(in_test)
+
+
+def context_batches(log: ClickLog, contexts_per_batch: int, *, seed: int) -> Iterator[np.ndarray]:
+    """Shuffle the contexts and yield impression indices, `contexts_per_batch` whole contexts at a time.
+
+    A within-context loss needs every impression of a context in the same batch: shuffling
+    impressions would quietly turn the within-context term into a global one. The log is sorted by
+    context, so each context is one contiguous run of rows; a batch is the union of whole runs,
+    which the assertion below checks.
+    """
+    if contexts_per_batch < 1:
+        raise ValueError(f"contexts_per_batch must be >= 1, got {contexts_per_batch}")
+    if np.any(np.diff(log.context) < 0):
+        raise ValueError("log.context must be sorted (non-decreasing): contexts are contiguous runs of rows")
+    starts = np.flatnonzero(np.r_[True, log.context[1:] != log.context[:-1]])
+    ends = np.r_[starts[1:], log.context.size]
+    order = rng(seed).permutation(starts.size)
+    for first in range(0, order.size, contexts_per_batch):
+        runs = order[first : first + contexts_per_batch]
+        index = np.concatenate([np.arange(starts[r], ends[r]) for r in runs])
+        # whole contexts only: each context id in the batch appears in no other run of the log
+        assert np.unique(log.context[index]).size == runs.size
+        yield index
+
+
+def user_activity_bucket(train: ClickLog, test: ClickLog, edges: tuple[int, ...] = (2, 10)) -> np.ndarray:
+    """For each test impression, the activity bucket of its user by training contexts owned.
+
+    Bucket 0: at most edges[0] training contexts (sparse, long-tail users); bucket j: more than
+    edges[j−1] and at most edges[j]; the last bucket: more than edges[−1] (heavy users).
+    """
+    first_rows = np.r_[True, train.context[1:] != train.context[:-1]]
+    contexts_owned = np.bincount(train.user[first_rows], minlength=int(max(train.user.max(), test.user.max())) + 1)
+    return np.searchsorted(np.asarray(edges), contexts_owned[test.user], side="left")
+
+
+def reference_arrays() -> dict[str, np.ndarray]:
+    """The default world's click log at seed 0, as the integer arrays its data card fingerprints.
+
+    Only integer arrays (who saw what, where, and the clicks) enter the fingerprint: they are
+    what the chapters train on, and unlike floats they do not depend on the last bit of `exp`.
+    """
+    log = make_log(WorldConfig(), seed=0)
+    return {"user": log.user, "item": log.item, "context": log.context, "y": log.y}
