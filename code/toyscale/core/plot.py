@@ -66,9 +66,10 @@ def _template() -> go.layout.Template:
             plot_bgcolor="white",
             xaxis=dict(showgrid=True, gridcolor="#EEEEEE", zeroline=False, linecolor="#BBBBBB", ticks="outside"),
             yaxis=dict(showgrid=True, gridcolor="#EEEEEE", zeroline=False, linecolor="#BBBBBB", ticks="outside"),
-            legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0),
-            margin=dict(l=60, r=20, t=80, b=50),
-            height=420,
+            # below the plot, where a legend of several rows pushes the margin instead of the title
+            legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0),
+            margin=dict(l=60, r=20, t=60, b=40),
+            height=460,
             hoverlabel=dict(font=dict(family=FONT)),
         )
     )

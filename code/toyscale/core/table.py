@@ -8,6 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+# A claims table's verdicts, coloured wherever the table is shown as HTML.
+VERDICT_STYLES = {
+    "pass": "color: #1a7f37; font-weight: 600",
+    "FAIL": "color: #cf222e; font-weight: 600",
+    "not reproduced at toy scale": "color: #6e7781",
+    "pass (not expected)": "color: #9a6700",
+}
+
 
 def format_cell(value: Any) -> str:
     """Floats to 4 significant digits (no scientific notation for everyday sizes), the rest as str."""
@@ -58,8 +66,19 @@ class Table:
     def _repr_html_(self) -> str:
         caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in self.cells())
-        return f'<table class="toyscale-table">{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        rows = []
+        for row in self.cells():
+            cells = [
+                f'<td style="{VERDICT_STYLES.get(v, "")}">{html.escape(v)}</td>'
+                if column == "verdict"
+                else f"<td>{html.escape(v)}</td>"
+                for column, v in zip(self.columns, row, strict=True)
+            ]
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        return (
+            f'<table class="toyscale-table" style="font-size: 0.85em">{caption}'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
 
     def column(self, name: str) -> list[Any]:
         """The raw values of one column."""

@@ -627,17 +627,22 @@ def fig_activity(result: Result) -> go.Figure:
     """GAUC gain over the pointwise model per user-activity bucket, for each trained arm."""
     colors = _arm_colors()
     fig = plot.figure(
-        "GAUC gain over pointwise by user activity",
+        "GAUC gain over pointwise by user activity: here the long tail does not gain most",
         "users, by training sessions owned",
         "GAUC − GAUC(pointwise)",
         barmode="group",
     )
-    labels = [
-        f"{name}<br>{count} test impressions"
-        for name, count in zip(result.activity_names, result.activity_counts, strict=True)
-    ]
     base = result.by_activity["pointwise"]
     for arm in ("combined", "jrc", "jrc_other"):
         gains = [value - b for value, b in zip(result.by_activity[arm], base, strict=True)]
-        fig.add_trace(go.Bar(x=labels, y=gains, name=ARM_LABELS[arm], marker_color=colors[arm]))
+        fig.add_trace(
+            go.Bar(
+                x=result.activity_names,
+                y=gains,
+                name=ARM_LABELS[arm],
+                marker_color=colors[arm],
+                customdata=result.activity_counts,
+                hovertemplate="%{x}: %{y:+.4f} (%{customdata:,} test impressions)<extra>%{fullData.name}</extra>",
+            )
+        )
     return fig
