@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +38,20 @@ def test_every_registered_chapter_meets_the_contract(name: str) -> None:
     assert module.CLAIMS and len({c.id for c in module.CLAIMS}) == len(module.CLAIMS)
     with pytest.raises(UnknownChapter):
         get(name + "_nope")
+
+
+def test_run_prints_results_and_claims(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "jrc", "--fast", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "pointwise" in out and "gauc_over_pointwise" in out and "verdict" in out
+
+
+def test_reproduce_writes_the_scorecard_as_json(tmp_path: Path) -> None:
+    path = tmp_path / "scorecard.json"
+    assert main(["reproduce", "jrc", "--fast", "--seeds", "1", "--json", str(path)]) == 0
+    scorecard = json.loads(path.read_text())
+    assert set(scorecard) == {"claims", "seconds"} and scorecard["seconds"]["jrc"] > 0
+    ids = [c["id"] for c in scorecard["claims"]]
+    assert ids == [c.id for c in get("jrc").load().CLAIMS]
+    assert set(scorecard["claims"][0]) == {"chapter", "id", "statement", "expected", "passed", "detail"}
+    assert [p.name for p in tmp_path.iterdir()] == ["scorecard.json"]  # no temporary file left
