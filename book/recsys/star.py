@@ -39,7 +39,13 @@ import itertools
 import numpy as np
 import torch
 
-from toyscale.core import Stopwatch, Table, check_results, claims_table, set_threads
+from toyscale.core import (
+    Stopwatch,
+    Table,
+    check_results,
+    claims_table,
+    set_threads,
+)
 from toyscale.recsys import star
 from toyscale.recsys.world import MULTI_DOMAIN, make_domain_log
 
