@@ -39,6 +39,7 @@ class Chapter:
 CHAPTERS: dict[str, Chapter] = {
     chapter.name: chapter
     for chapter in [
+        Chapter("star", "recsys", "STAR: one model that serves many domains"),
         Chapter("jrc", "recsys", "JRC: joint optimization of ranking and calibration"),
     ]
 }

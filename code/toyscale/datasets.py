@@ -40,5 +40,6 @@ DATASETS: dict[str, DataSet] = {
     d.name: d
     for d in [
         DataSet("recsys_world", ("jrc",), "toyscale.recsys.world:reference_arrays"),
+        DataSet("recsys_domains", ("star",), "toyscale.recsys.world:domain_reference_arrays"),
     ]
 }

@@ -131,3 +131,68 @@ def test_bad_split_and_batch_arguments():
     shuffled = log.subset(rng(0).permutation(len(log)))
     with pytest.raises(ValueError, match="sorted"):
         next(context_batches(shuffled, 4, seed=0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Several domains (the STAR chapter)
+# ---------------------------------------------------------------------------------------------
+
+from toyscale.recsys.world import MULTI_DOMAIN, domain_logit, make_domain_log, random_network  # noqa: E402
+
+SMALL_DOMAINS = replace(MULTI_DOMAIN, n_users=300, n_items=50, n_contexts=2000)
+
+
+def test_domain_log_shapes_sizes_and_determinism():
+    log, world = make_domain_log(SMALL_DOMAINS, seed=0)
+    n, m = len(log), SMALL_DOMAINS.n_domains
+    assert log.X.shape == log.latent.shape == (n, 2 * SMALL_DOMAINS.latent_dim)
+    assert log.domain.min() >= 0 and log.domain.max() < m and log.n_domains == m
+    # a context lies in one domain; domain shares follow the long tail, largest first
+    for z in np.unique(log.context)[:50]:
+        assert np.unique(log.domain[log.context == z]).size == 1
+    assert np.all(np.diff(world.share) < 0) and world.share[0] > 0.4 and world.share[-1] < 0.07
+    again, _ = make_domain_log(SMALL_DOMAINS, seed=0)
+    assert np.array_equal(log.y, again.y) and np.array_equal(log.X, again.X)
+
+
+def test_domain_features_are_the_domains_view_of_the_latent_vectors():
+    log, world = make_domain_log(SMALL_DOMAINS, seed=1)
+    expected = world.feature_shift[log.domain] + world.feature_scale[log.domain] * log.latent
+    assert np.allclose(log.X, expected)
+    means = np.stack([log.X[log.domain == d].mean(0) for d in range(SMALL_DOMAINS.n_domains)])
+    assert means.std(0).mean() > 0.3  # domains see visibly shifted features
+
+
+def test_domain_logit_follows_the_equation():
+    config = replace(SMALL_DOMAINS, domain_strength=2.0)
+    log, world = make_domain_log(config, seed=2)
+    x, d = log.latent[:20], log.domain[:20]
+    own = np.array([world.own[k](x[i : i + 1])[0] for i, k in enumerate(d)])
+    expected = config.base_logit + world.bias[d] + config.affinity_scale * (world.shared(x) + 2.0 * own) / np.sqrt(5)
+    assert np.allclose(domain_logit(config, world, x, d), expected)
+    assert np.allclose(log.p_true[:20], 1 / (1 + np.exp(-expected)))
+
+
+def test_with_rho_zero_domains_share_the_click_function_up_to_a_bias():
+    config = replace(SMALL_DOMAINS, domain_strength=0.0)
+    _, world = make_domain_log(config, seed=0)
+    x = rng(5).standard_normal((10, 2 * config.latent_dim))
+    logits = [domain_logit(config, world, x, np.full(10, d)) - world.bias[d] for d in range(config.n_domains)]
+    assert all(np.allclose(logits[0], other) for other in logits[1:])
+
+
+def test_random_network_has_mean_zero_and_unit_variance():
+    net = random_network(8, 16, rng(0))
+    out = net(rng(1).standard_normal((20000, 8)))
+    assert abs(out.std() - 1.0) < 0.05 and abs(out.mean()) < 0.05
+
+
+def test_domain_log_bad_input():
+    with pytest.raises(ValueError, match="n_domains"):
+        make_domain_log(replace(MULTI_DOMAIN, n_domains=1))
+    with pytest.raises(ValueError, match="n_domains"):
+        make_log(replace(WorldConfig(), n_domains=3))
+    with pytest.raises(ValueError, match="domain_strength"):
+        replace(MULTI_DOMAIN, domain_strength=-1.0)
+    with pytest.raises(TypeError, match="config"):
+        make_domain_log("six domains")

@@ -35,6 +35,21 @@ so a model that cannot see s_z credits them with clicks the context earned.
 with β₀ = `base_logit` and κ = `affinity_scale`; y ~ Bernoulli(σ(logit)). The oracle's
 probability σ(logit) is kept for every impression.
 
+**Several domains** (`make_domain_log`, the STAR chapter). A platform runs M domains
+(scenarios: the home feed, a search page, a mini-program) over the same users and items. Each
+context falls in one domain d with probability ∝ (d + 1)^(−a_D), a long tail of domain sizes.
+A model sees dense features, the user's and the item's latent vectors, through the domain's own
+lens: x = μ_d + s_d ⊙ x̃ with x̃ = [a_u, b_i], a shift μ_d ~ N(0, σ_μ²) and a scale
+log s_d ~ N(0, σ_s²) per domain and feature. The click logit mixes a shared function with the
+domain's own:
+
+    logit P(y = 1 | u, i, d) = β₀ + b_d + κ · (f(x̃) + ρ · g_d(x̃)) / √(1 + ρ²),
+
+where f and every g_d are independent random one-hidden-layer tanh networks scaled to mean 0
+and unit variance, b_d ~ N(0, σ_b²) and ρ = `domain_strength`. The share of domain-specific signal grows
+with ρ while the total stays fixed. Nothing here has the form of a STAR network (no product of a
+shared and a domain weight matrix), so the chapter's model has to *find* the structure.
+
 Extension points for later chapters: a `WorldConfig` field with a neutral default for each new
 effect (domains, exposure policies, more feature fields), `sample_population` for what is drawn
 once, `sample_contexts` for who sees what where, `true_logit` for the click model, and
@@ -46,6 +61,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
+from typing import TypeVar
 
 import numpy as np
 
@@ -72,13 +88,22 @@ class WorldConfig:
     affinity_scale: float = 1.5  # κ: weight of the user-item affinity a_u·b_i/√k
     context_shift_std: float = 1.5  # σ_z: spread of the unobserved context shift s_z
     exposure_confounding: float = 0.7  # γ: promoted items shown more on high-shift pages (0 = none)
+    # Several domains (read only by make_domain_log; the defaults leave the world above unchanged)
+    n_domains: int = 1  # M: domains (scenarios) sharing the users and items; 1 = a single-domain world
+    domain_zipf: float = 1.0  # a_D: a context falls in domain d with probability ∝ (d + 1)^(−a_D)
+    domain_strength: float = 0.0  # ρ: weight of each domain's own click function against the shared one
+    domain_bias_std: float = 0.0  # σ_b: spread of the per-domain click bias b_d
+    domain_feature_shift: float = 0.0  # σ_μ: spread of the per-domain shift μ_d of the observed features
+    domain_feature_scale: float = 0.0  # σ_s: spread of log s_d, the per-domain scale of the observed features
+    domain_hidden: int = 16  # H: hidden width of the random networks f and g_d of the click function
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
             if not isinstance(value, int | float) or isinstance(value, bool):
                 raise TypeError(f"{f.name} must be a number, got {value!r}")
-        for name in ("n_users", "n_items", "n_user_segments", "n_item_categories", "n_contexts", "latent_dim"):
+        names = ("n_users", "n_items", "n_user_segments", "n_item_categories", "n_contexts", "latent_dim")
+        for name in (*names, "n_domains", "domain_hidden"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.session_size < 2:
@@ -87,9 +112,14 @@ class WorldConfig:
             )
         if not 0.0 <= self.side_info <= 1.0:
             raise ValueError(f"side_info must be in [0, 1], got {self.side_info}")
-        for name in ("user_zipf", "item_zipf", "user_bias_std", "item_bias_std", "context_shift_std"):
+        nonnegative = ("user_zipf", "item_zipf", "user_bias_std", "item_bias_std", "context_shift_std")
+        domain_spreads = ("domain_zipf", "domain_strength", "domain_bias_std", "domain_feature_shift")
+        for name in (*nonnegative, *domain_spreads, "domain_feature_scale"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+
+LogT = TypeVar("LogT", "ClickLog", "DomainLog")
 
 
 @dataclass(frozen=True)
@@ -221,6 +251,8 @@ def make_log(config: WorldConfig | None = None, *, seed: int = 0) -> ClickLog:
     config = config or WorldConfig()
     if not isinstance(config, WorldConfig):
         raise TypeError(f"config must be a WorldConfig, got {type(config).__name__}")
+    if config.n_domains != 1:
+        raise ValueError(f"n_domains must be 1 for make_log, got {config.n_domains}; use make_domain_log")
     generator = rng(seed)
     population = sample_population(config, generator)
     user, item, context, shifts = sample_contexts(config, population, generator)
@@ -248,8 +280,8 @@ def make_log(config: WorldConfig | None = None, *, seed: int = 0) -> ClickLog:
     )
 
 
-def split_by_context(log: ClickLog, test_fraction: float = 0.2, *, seed: int = 0) -> tuple[ClickLog, ClickLog]:
-    """Split a log into train and test by whole contexts: no context has impressions on both sides."""
+def split_by_context(log: LogT, test_fraction: float = 0.2, *, seed: int = 0) -> tuple[LogT, LogT]:
+    """Split a log (a ClickLog or a DomainLog) into train and test by whole contexts: no context on both sides."""
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
     contexts = np.unique(log.context)
@@ -301,3 +333,175 @@ def reference_arrays() -> dict[str, np.ndarray]:
     """
     log = make_log(WorldConfig(), seed=0)
     return {"user": log.user, "item": log.item, "context": log.context, "y": log.y}
+
+
+# ---------------------------------------------------------------------------------------------
+# Several domains: one platform, M scenarios over the same users and items (the STAR chapter)
+# ---------------------------------------------------------------------------------------------
+
+# The multi-domain world the STAR chapter uses and whose data card fingerprints it: 6 domains
+# whose sizes run from about 49 % of the contexts down to about 5 %, shifted and rescaled
+# features, and a domain-specific part of the click signal of weight ρ = 0.6 against the shared
+# one (about a quarter of its variance). 12,000 contexts: half for training, half for a test set
+# large enough to measure the small domains' AUC precisely.
+MULTI_DOMAIN = WorldConfig(
+    n_users=4000,
+    n_items=300,
+    n_contexts=12000,
+    latent_dim=6,
+    context_shift_std=0.0,
+    exposure_confounding=0.0,
+    base_logit=-2.0,
+    affinity_scale=2.5,
+    n_domains=6,
+    domain_zipf=1.3,
+    domain_strength=0.6,
+    domain_bias_std=0.5,
+    domain_feature_shift=1.0,
+    domain_feature_scale=0.6,
+)
+
+
+@dataclass(frozen=True)
+class DomainLog:
+    """A multi-domain click log as plain arrays, one entry per impression, sorted by context.
+
+    `X` are the dense features a model sees (the domain's view x = μ_d + s_d ⊙ x̃), `domain` the
+    domain indicator. `latent` (x̃), `p_true` and the world's own domain parameters are the
+    ground truth, for the oracle and for analysis only.
+    """
+
+    X: np.ndarray  # (N, 2k) observed features x
+    domain: np.ndarray  # (N,) domain id d in 0..M−1
+    y: np.ndarray  # (N,) click label 0/1
+    p_true: np.ndarray  # (N,) σ(true logit)
+    user: np.ndarray  # (N,) user id
+    item: np.ndarray  # (N,) item id
+    context: np.ndarray  # (N,) context id, non-decreasing; a context lies in one domain
+    latent: np.ndarray  # (N, 2k) x̃ = [a_u, b_i], never a model input
+    n_domains: int = 1  # M
+
+    def __len__(self) -> int:
+        return int(self.y.size)
+
+    def subset(self, mask: np.ndarray) -> DomainLog:
+        """The impressions selected by `mask` (a boolean mask or an index array over impressions)."""
+        return DomainLog(
+            X=self.X[mask],
+            domain=self.domain[mask],
+            y=self.y[mask],
+            p_true=self.p_true[mask],
+            user=self.user[mask],
+            item=self.item[mask],
+            context=self.context[mask],
+            latent=self.latent[mask],
+            n_domains=self.n_domains,
+        )
+
+
+@dataclass(frozen=True)
+class RandomNetwork:
+    """A random one-hidden-layer network r(x) = c · (v · tanh(W x + a) − m), centred and scaled so
+    that r has mean 0 and variance 1 over x ~ N(0, I). It stands for an unknown click function."""
+
+    W: np.ndarray  # (H, n) input weights, N(0, 1/n)
+    a: np.ndarray  # (H,) hidden offsets, N(0, 0.5²)
+    v: np.ndarray  # (H,) output weights, N(0, 1)
+    c: float  # the scale that gives unit variance
+    m: float  # the mean that gives zero mean
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        # r(x) = c · (v · tanh(W x + a) − m)
+        return self.c * (np.tanh(x @ self.W.T + self.a) @ self.v - self.m)
+
+
+def random_network(n_inputs: int, hidden: int, generator: np.random.Generator) -> RandomNetwork:
+    """Draw a RandomNetwork on n_inputs features, its mean and scale measured on 4,096 normal inputs."""
+    W = generator.standard_normal((hidden, n_inputs)) / np.sqrt(n_inputs)
+    a = 0.5 * generator.standard_normal(hidden)
+    v = generator.standard_normal(hidden)
+    probe = generator.standard_normal((4096, n_inputs))
+    raw = np.tanh(probe @ W.T + a) @ v
+    return RandomNetwork(W=W, a=a, v=v, c=float(1.0 / raw.std()), m=float(raw.mean()))
+
+
+@dataclass(frozen=True)
+class DomainWorld:
+    """What is drawn once per multi-domain world besides the population (see the module docstring)."""
+
+    share: np.ndarray  # (M,) probability that a context falls in domain d, ∝ (d + 1)^(−a_D)
+    feature_shift: np.ndarray  # (M, 2k) μ_d
+    feature_scale: np.ndarray  # (M, 2k) s_d
+    bias: np.ndarray  # (M,) b_d
+    shared: RandomNetwork  # f
+    own: list[RandomNetwork]  # g_d, one per domain
+
+
+def sample_domains(config: WorldConfig, generator: np.random.Generator) -> DomainWorld:
+    """Draw the domains: long-tail shares, feature shift and scale, click bias, and the random f, g_d."""
+    m, n_features = config.n_domains, 2 * config.latent_dim
+    share = np.arange(1, m + 1, dtype=np.float64) ** (-config.domain_zipf)
+    return DomainWorld(
+        share=share / share.sum(),
+        feature_shift=config.domain_feature_shift * generator.standard_normal((m, n_features)),
+        feature_scale=np.exp(config.domain_feature_scale * generator.standard_normal((m, n_features))),
+        bias=config.domain_bias_std * generator.standard_normal(m),
+        shared=random_network(n_features, config.domain_hidden, generator),
+        own=[random_network(n_features, config.domain_hidden, generator) for _ in range(m)],
+    )
+
+
+def domain_logit(config: WorldConfig, world: DomainWorld, latent: np.ndarray, domain: np.ndarray) -> np.ndarray:
+    """The multi-domain click logit: β₀ + b_d + κ · (f(x̃) + ρ · g_d(x̃)) / √(1 + ρ²)."""
+    rho = config.domain_strength
+    own = np.zeros(latent.shape[0])
+    for d, g in enumerate(world.own):
+        rows = domain == d
+        # g_d(x̃) on the impressions of domain d
+        own[rows] = g(latent[rows])
+    # β₀ + b_d + κ · (f(x̃) + ρ · g_d(x̃)) / √(1 + ρ²)
+    signal = (world.shared(latent) + rho * own) / np.sqrt(1.0 + rho**2)
+    return config.base_logit + world.bias[domain] + config.affinity_scale * signal
+
+
+def make_domain_log(config: WorldConfig | None = None, *, seed: int = 0) -> tuple[DomainLog, DomainWorld]:
+    """Draw a multi-domain click log (default: `MULTI_DOMAIN`) and the domains behind it. Same seed, same log.
+
+    The population and the contexts come from the single-domain world's own pieces
+    (`sample_population`, `sample_contexts`); each context then falls in one domain, the model's
+    features are the domain's view of [a_u, b_i], and clicks follow `domain_logit`.
+    """
+    config = MULTI_DOMAIN if config is None else config
+    if not isinstance(config, WorldConfig):
+        raise TypeError(f"config must be a WorldConfig, got {type(config).__name__}")
+    if config.n_domains < 2:
+        raise ValueError(f"n_domains must be >= 2 for a multi-domain log, got {config.n_domains}")
+    generator = rng(seed)
+    population = sample_population(config, generator)
+    user, item, context, _ = sample_contexts(config, population, generator)
+    world = sample_domains(config, generator)
+    # each context (a page view) happens in one domain, drawn by the long-tail shares
+    domain = generator.choice(config.n_domains, size=config.n_contexts, p=world.share)[context]
+    # x̃ = [a_u, b_i]; the model sees x = μ_d + s_d ⊙ x̃
+    latent = np.concatenate([population.user_vec[user], population.item_vec[item]], axis=1)
+    X = world.feature_shift[domain] + world.feature_scale[domain] * latent
+    p_true = 1.0 / (1.0 + np.exp(-domain_logit(config, world, latent, domain)))
+    y = (generator.random(p_true.size) < p_true).astype(np.int64)
+    log = DomainLog(
+        X=X,
+        domain=domain,
+        y=y,
+        p_true=p_true,
+        user=user,
+        item=item,
+        context=context,
+        latent=latent,
+        n_domains=config.n_domains,
+    )
+    return log, world
+
+
+def domain_reference_arrays() -> dict[str, np.ndarray]:
+    """The MULTI_DOMAIN log at seed 0, as the integer arrays its data card fingerprints."""
+    log, _ = make_domain_log(MULTI_DOMAIN, seed=0)
+    return {"user": log.user, "item": log.item, "context": log.context, "domain": log.domain, "y": log.y}
