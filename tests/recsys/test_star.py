@@ -9,7 +9,7 @@ import torch
 
 from toyscale.core.claims import evaluate
 from toyscale.recsys import star
-from toyscale.recsys.world import MULTI_DOMAIN
+from toyscale.recsys.world import MULTI_DOMAIN, make_domain_log
 
 torch.set_num_threads(1)
 
@@ -144,7 +144,7 @@ def test_fold_star_rejects_a_model_in_training_mode_or_not_star():
 
 
 def test_star_model_shapes_and_every_baseline():
-    log = star.make_domain_log(replace(MULTI_DOMAIN, n_contexts=300), seed=0)[0]
+    log = make_domain_log(replace(MULTI_DOMAIN, n_contexts=300), seed=0)[0]
     config = star.Config(hidden=(8, 4))
     data = star.as_tensors(log)
     for arm in star.ARMS:
@@ -154,7 +154,7 @@ def test_star_model_shapes_and_every_baseline():
 
 
 def test_separate_models_learn_only_from_their_domain():
-    log = star.make_domain_log(replace(MULTI_DOMAIN, n_contexts=300), seed=0)[0]
+    log = make_domain_log(replace(MULTI_DOMAIN, n_contexts=300), seed=0)[0]
     model = star.build_model("separate", log, star.Config(hidden=(8,)))
     data = star.as_tensors(log)
     rows = data["domain"] == 2
