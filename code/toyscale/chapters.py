@@ -40,6 +40,7 @@ CHAPTERS: dict[str, Chapter] = {
     chapter.name: chapter
     for chapter in [
         Chapter("jrc", "recsys", "JRC: joint optimization of ranking and calibration"),
+        Chapter("c4", "systems", "C4: communication-driven fault diagnosis and traffic planning"),
     ]
 }
 

@@ -40,5 +40,6 @@ DATASETS: dict[str, DataSet] = {
     d.name: d
     for d in [
         DataSet("recsys_world", ("jrc",), "toyscale.recsys.world:reference_arrays"),
+        DataSet("c4_fabric_workload", ("c4",), "toyscale.systems.c4.plan:reference_arrays"),
     ]
 }
