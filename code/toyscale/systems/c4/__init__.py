@@ -469,6 +469,7 @@ def fig_timeline(result: Result) -> go.Figure:
             )
         )
     fig.update_yaxes(autorange="reversed")
+    fig.update_layout(margin=dict(l=150))  # room for the culprit's label
     return fig
 
 

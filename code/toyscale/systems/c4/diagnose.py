@@ -544,7 +544,12 @@ def localize(mask: np.ndarray) -> tuple[tuple[int, ...], tuple[tuple[int, int], 
     if len(cols) == 1 and mask.sum() == n - 1:
         return (cols[0],), (), f"column {cols[0]} slow: the ingress of rank {cols[0]}'s NIC"
     links = tuple((int(i), int(j)) for i, j in zip(*np.nonzero(mask), strict=True))
-    return (), links, f"slow connections {links}"
+    return (), links, "slow connection " + ", ".join(f"{i} → {j}" for i, j in links)
+
+
+def _names(values: Sequence[object]) -> str:
+    """'3' or '1, 2': values for a sentence."""
+    return ", ".join(str(v) for v in values)
 
 
 def diagnose(reports: Reports, thresholds: Thresholds | None = None) -> Diagnosis:
@@ -571,7 +576,7 @@ def diagnose(reports: Reports, thresholds: Thresholds | None = None) -> Diagnosi
                 return Diagnosis(
                     "non_communication_hang",
                     ranks=missing,
-                    evidence=f"iteration {t}: ranks {missing} never entered the all-reduce the others wait in",
+                    evidence=f"iteration {t}: rank {_names(missing)} never entered the all-reduce the others wait in",
                 )
             if entered.all() and not np.isfinite(reports.exit[:, t]).any():
                 return Diagnosis(
@@ -588,7 +593,9 @@ def diagnose(reports: Reports, thresholds: Thresholds | None = None) -> Diagnosi
         return Diagnosis(
             "non_communication_slow",
             ranks=ranks,
-            evidence=f"ranks {ranks} enter the all-reduce {np.round(lateness[late], 1).tolist()} ms after the first",
+            evidence=(
+                f"rank {_names(ranks)} enters the all-reduce {_names(np.round(lateness[late], 1))} ms after the first"
+            ),
         )
     M = latency_matrix(reports)
     mask = slow_cells(M, thresholds)
