@@ -41,5 +41,6 @@ DATASETS: dict[str, DataSet] = {
     for d in [
         DataSet("recsys_world", ("jrc",), "toyscale.recsys.world:reference_arrays"),
         DataSet("recsys_domains", ("star",), "toyscale.recsys.world:domain_reference_arrays"),
+        DataSet("c4_fabric_workload", ("c4",), "toyscale.systems.c4.plan:reference_arrays"),
     ]
 }

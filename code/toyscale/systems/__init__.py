@@ -1,0 +1,1 @@
+"""Systems for ML at scale: one module (or subpackage) per paper."""

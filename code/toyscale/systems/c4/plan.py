@@ -1,0 +1,376 @@
+"""C4P: planned paths for collective traffic on a leaf-spine fabric, against ECMP hashing.
+
+A ring all-reduce sends, at every step, one long-lived flow from each rank to the next; every flow
+carries the same bytes and the step ends when the slowest flow does. On a leaf-spine fabric a
+flow between two leaves can take any spine. ECMP picks one by hashing the flow's header: several
+flows can land on the same uplink and share it while other uplinks idle. C4P knows the flows in
+advance (they are the job's ring) and *plans* their paths so that no link carries more than its
+capacity, and spreads each connection over the ports of a bonded (dual-port) NIC.
+
+The model is flow-level: a `Fabric` is a networkx digraph of hosts, NIC ports, leaves and spines
+with link capacities (the NIC's line rate is 1); rates are max-min fair (`max_min_rates`, progressive
+filling: raise every unfrozen flow's rate together until a link fills, freeze the flows on it,
+repeat), and `simulate` advances from one flow completion to the next. `ecmp_paths` draws one
+path per flow uniformly among the equal-cost shortest paths (a hash seed is a random draw);
+`plan_paths` minimizes the most loaded link's load by local search.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+Link = tuple[object, object]
+
+
+@dataclass(frozen=True)
+class FabricConfig:
+    """A two-tier leaf-spine fabric and the jobs on it."""
+
+    n_leaves: int = 4  # top-of-rack switches
+    hosts_per_leaf: int = 4  # hosts (one NIC each) under every leaf
+    n_spines: int = 4  # spine switches: hosts_per_leaf spines make the fabric non-blocking (1:1)
+    n_jobs: int = 4  # concurrent ring all-reduce jobs
+    ranks_per_job: int = 4  # hosts per job, one rank per host
+    ports_per_nic: int = 1  # 2 = a bonded dual-port NIC, each port at half the line rate
+    uplink_capacity: float = 1.0  # leaf ↔ spine link capacity, in units of the NIC line rate
+    failed_links: tuple[tuple[int, int], ...] = ()  # (leaf, spine) pairs whose links are down
+    step_bytes: float = 1.0  # bytes of one ring step per connection (the ideal step time is bytes / 1)
+
+    def __post_init__(self) -> None:
+        for name in ("n_leaves", "hosts_per_leaf", "n_spines", "n_jobs", "ranks_per_job", "ports_per_nic"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.n_leaves < 2:
+            raise ValueError(f"n_leaves must be >= 2 (a fabric needs two leaves), got {self.n_leaves}")
+        if self.ranks_per_job < 2:
+            raise ValueError(f"ranks_per_job must be >= 2 (a ring needs two ranks), got {self.ranks_per_job}")
+        if self.n_jobs * self.ranks_per_job > self.n_leaves * self.hosts_per_leaf:
+            raise ValueError(
+                f"n_jobs × ranks_per_job = {self.n_jobs * self.ranks_per_job} exceeds the "
+                f"{self.n_leaves * self.hosts_per_leaf} hosts"
+            )
+        if self.uplink_capacity <= 0 or self.step_bytes <= 0:
+            raise ValueError(
+                f"uplink_capacity and step_bytes must be > 0, got {self.uplink_capacity}, {self.step_bytes}"
+            )
+        for leaf, spine in self.failed_links:
+            if not (0 <= leaf < self.n_leaves and 0 <= spine < self.n_spines):
+                raise ValueError(f"failed link ({leaf}, {spine}) is not a leaf-spine pair of this fabric")
+
+
+@dataclass
+class Flow:
+    """A directed flow of `size` bytes from host `src` to host `dst`, belonging to `job`."""
+
+    src: int
+    dst: int
+    job: int
+    size: float
+
+
+class Fabric:
+    """The fabric as a networkx DiGraph whose edges carry a `capacity`."""
+
+    def __init__(self, config: FabricConfig) -> None:
+        self.config = config
+        g = nx.DiGraph()
+        c = config
+        port_capacity = 1.0 / c.ports_per_nic
+        for leaf in range(c.n_leaves):
+            for k in range(c.hosts_per_leaf):
+                host = leaf * c.hosts_per_leaf + k
+                for p in range(c.ports_per_nic):
+                    port = ("port", host, p)
+                    # host → port and back: inside the NIC, never a bottleneck
+                    g.add_edge(("host", host), port, capacity=np.inf)
+                    g.add_edge(port, ("host", host), capacity=np.inf)
+                    g.add_edge(port, ("leaf", leaf), capacity=port_capacity)
+                    g.add_edge(("leaf", leaf), port, capacity=port_capacity)
+            for spine in range(c.n_spines):
+                if (leaf, spine) in c.failed_links:
+                    continue
+                g.add_edge(("leaf", leaf), ("spine", spine), capacity=c.uplink_capacity)
+                g.add_edge(("spine", spine), ("leaf", leaf), capacity=c.uplink_capacity)
+        self.graph = g
+        self._paths: dict[tuple[int, int], list[tuple[Link, ...]]] = {}
+
+    @property
+    def n_hosts(self) -> int:
+        return self.config.n_leaves * self.config.hosts_per_leaf
+
+    def leaf_of(self, host: int) -> int:
+        return host // self.config.hosts_per_leaf
+
+    def candidate_paths(self, src: int, dst: int) -> list[tuple[Link, ...]]:
+        """Every equal-cost shortest path src → dst, as tuples of links (the ECMP group)."""
+        key = (src, dst)
+        if key not in self._paths:
+            nodes = nx.all_shortest_paths(self.graph, ("host", src), ("host", dst))
+            paths = [tuple(itertools.pairwise(p)) for p in nodes]
+            self._paths[key] = sorted(paths, key=str)
+        return self._paths[key]
+
+    def capacity(self, link: Link) -> float:
+        return float(self.graph.edges[link]["capacity"])
+
+
+def ring_flows(config: FabricConfig, seed: int) -> list[Flow]:
+    """The flows of one ring step of every job: each rank sends `step_bytes` to the next.
+
+    Jobs get random disjoint hosts (a busy cluster scatters them over leaves) and their ring
+    visits them in a random order. With a bonded NIC each connection is split into one sub-flow
+    per port (C4's multiple connections per peer), each with 1/ports of the bytes.
+    """
+    rng = np.random.default_rng(seed)
+    n_hosts = config.n_leaves * config.hosts_per_leaf
+    hosts = rng.permutation(n_hosts)[: config.n_jobs * config.ranks_per_job]
+    flows = []
+    for job in range(config.n_jobs):
+        ring = hosts[job * config.ranks_per_job : (job + 1) * config.ranks_per_job]
+        for r, src in enumerate(ring):
+            dst = ring[(r + 1) % len(ring)]
+            for _ in range(config.ports_per_nic):
+                flows.append(Flow(int(src), int(dst), job, config.step_bytes / config.ports_per_nic))
+    return flows
+
+
+# ---------------------------------------------------------------------------------------------
+# Path selection
+# ---------------------------------------------------------------------------------------------
+
+
+def ecmp_paths(flows: Sequence[Flow], fabric: Fabric, seed: int) -> list[tuple[Link, ...]]:
+    """ECMP: each flow takes a path drawn uniformly from its equal-cost group by the hash seed.
+
+    A hash of the flow's header is, for planning purposes, a uniform random draw that the
+    operator cannot steer; `seed` stands for one assignment of header fields (ports, QP numbers).
+    """
+    rng = np.random.default_rng([seed, 0xC4])
+    paths = []
+    for flow in flows:
+        group = fabric.candidate_paths(flow.src, flow.dst)
+        paths.append(group[int(rng.integers(len(group)))])
+    return paths
+
+
+def link_loads(flows: Sequence[Flow], paths: Sequence[tuple[Link, ...]], fabric: Fabric) -> dict[Link, float]:
+    """Offered load of every used link: Σ over its flows of the flow's line-rate demand / capacity.
+
+    A flow's demand is the line rate of its NIC share (1 / ports_per_nic of the NIC).
+    """
+    demand = 1.0 / fabric.config.ports_per_nic
+    loads: dict[Link, float] = {}
+    for path in paths:
+        for link in path:
+            capacity = fabric.capacity(link)
+            if np.isfinite(capacity):
+                loads[link] = loads.get(link, 0.0) + demand / capacity
+    return loads
+
+
+def _score(loads: dict[Link, float]) -> tuple[float, float]:
+    values = np.array(list(loads.values()) or [0.0])
+    # lexicographic: the most loaded link first, then the spread (sum of squares)
+    return round(float(values.max()), 9), round(float((values**2).sum()), 9)
+
+
+def load_lower_bound(flows: Sequence[Flow], fabric: Fabric) -> float:
+    """A lower bound on the max link load of any assignment of whole flows to paths.
+
+    The flows that must leave a leaf (or a host) share its uplinks (or its ports): n unsplittable
+    flows over m equal links put at least ⌈n / m⌉ flows on one of them. The same holds into a leaf.
+    """
+    c = fabric.config
+    demand = 1.0 / c.ports_per_nic
+    bound = 0.0
+    for leaf in range(c.n_leaves):
+        ups = [s for s in range(c.n_spines) if (leaf, s) not in c.failed_links]
+        out = sum(fabric.leaf_of(f.src) == leaf != fabric.leaf_of(f.dst) for f in flows)
+        into = sum(fabric.leaf_of(f.dst) == leaf != fabric.leaf_of(f.src) for f in flows)
+        for n in (out, into):
+            if n:
+                bound = max(bound, -(-n // max(len(ups), 1)) * demand / c.uplink_capacity)
+    port_capacity = 1.0 / c.ports_per_nic
+    for host in range(fabric.n_hosts):
+        for n in (sum(f.src == host for f in flows), sum(f.dst == host for f in flows)):
+            if n:
+                bound = max(bound, -(-n // c.ports_per_nic) * demand / port_capacity)
+    return bound
+
+
+def plan_paths(flows: Sequence[Flow], fabric: Fabric, *, restarts: int = 20, seed: int = 0) -> list[tuple[Link, ...]]:
+    """C4P: choose every flow's path to minimize the maximum link load (then the sum of squares).
+
+    Greedy placement (each flow on the path whose busiest link is least loaded so far), then local
+    search: move one flow, or swap the paths of two flows between the same leaves, while that
+    lowers (max load, Σ load²); restart from shuffled orders and keep the best. It stops as soon
+    as the max load reaches `load_lower_bound` (1 on a non-blocking fabric: no link over capacity).
+    """
+    groups = [fabric.candidate_paths(f.src, f.dst) for f in flows]
+    target = max(load_lower_bound(flows, fabric), 1.0) + 1e-9
+    rng = np.random.default_rng(seed)
+    demand = 1.0 / fabric.config.ports_per_nic
+    best, best_score = None, (np.inf, np.inf)
+    for attempt in range(max(1, restarts)):
+        order = np.arange(len(flows)) if attempt == 0 else rng.permutation(len(flows))
+        choice = [0] * len(flows)
+        loads: dict[Link, float] = {}
+
+        def add(path: tuple[Link, ...], sign: float, loads: dict[Link, float] = loads) -> None:
+            for link in path:
+                capacity = fabric.capacity(link)
+                if np.isfinite(capacity):
+                    loads[link] = loads.get(link, 0.0) + sign * demand / capacity
+
+        for i in order:
+            # greedy: the path whose busiest link would be least loaded
+            costs = [max((loads.get(link, 0.0) for link in p), default=0.0) for p in groups[i]]
+            choice[i] = int(np.argmin(costs))
+            add(groups[i][choice[i]], +1.0)
+        score = _score(loads)
+        improved = True
+        while improved:
+            improved = False
+            for i in range(len(flows)):
+                for k in range(len(groups[i])):
+                    if k == choice[i]:
+                        continue
+                    add(groups[i][choice[i]], -1.0)
+                    add(groups[i][k], +1.0)
+                    new = _score(loads)
+                    if new < score:
+                        choice[i], score, improved = k, new, True
+                    else:
+                        add(groups[i][k], -1.0)
+                        add(groups[i][choice[i]], +1.0)
+            if not improved and score[0] > target:
+                # swaps: two flows change paths together (a 2-step Kempe move), only while over the bound
+                for i in range(len(flows)):
+                    for j in range(i + 1, len(flows)):
+                        if len(groups[i]) < 2 or len(groups[j]) < 2:
+                            continue
+                        for ki in range(len(groups[i])):
+                            for kj in range(len(groups[j])):
+                                if ki == choice[i] and kj == choice[j]:
+                                    continue
+                                old = (choice[i], choice[j])
+                                add(groups[i][old[0]], -1.0)
+                                add(groups[j][old[1]], -1.0)
+                                add(groups[i][ki], +1.0)
+                                add(groups[j][kj], +1.0)
+                                new = _score(loads)
+                                if new < score:
+                                    choice[i], choice[j], score, improved = ki, kj, new, True
+                                    break
+                                add(groups[i][ki], -1.0)
+                                add(groups[j][kj], -1.0)
+                                add(groups[i][old[0]], +1.0)
+                                add(groups[j][old[1]], +1.0)
+                            if improved:
+                                break
+                        if improved:
+                            break
+                    if improved:
+                        break
+        if score < best_score:
+            best, best_score = list(choice), score
+        if best_score[0] <= target:
+            break
+    return [groups[i][k] for i, k in enumerate(best)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Max-min fair rates and the flow-level simulation
+# ---------------------------------------------------------------------------------------------
+
+
+def max_min_rates(paths: Sequence[tuple[Link, ...]], fabric: Fabric) -> np.ndarray:
+    """Max-min fair rates by progressive filling.
+
+    All unfrozen flows rise together by δ = min over links l of remaining_l / (unfrozen flows on l);
+    the links that fill freeze their flows; repeat until every flow is frozen. No link ever
+    carries more than its capacity, and no flow can gain without taking from a slower one.
+    """
+    links = sorted({link for path in paths for link in path if np.isfinite(fabric.capacity(link))}, key=str)
+    index = {link: k for k, link in enumerate(links)}
+    A = np.zeros((len(links), len(paths)))  # A[l, f] = 1 when flow f crosses link l
+    for f, path in enumerate(paths):
+        for link in path:
+            if link in index:
+                A[index[link], f] = 1.0
+    remaining = np.array([fabric.capacity(link) for link in links])
+    rates = np.zeros(len(paths))
+    active = np.ones(len(paths), dtype=bool)
+    while active.any():
+        counts = A[:, active].sum(axis=1)
+        used = counts > 0
+        if not used.any():
+            raise ValueError("a flow crosses no capacity-limited link, so its max-min rate is unbounded")
+        # δ = min_l remaining_l / n_l over links that carry unfrozen flows
+        delta = float(np.min(remaining[used] / counts[used]))
+        rates[active] += delta
+        remaining -= delta * counts
+        full = used & (remaining <= 1e-12 * np.maximum(1.0, remaining.max(initial=1.0)))
+        frozen = (A[full].sum(axis=0) > 0) & active
+        active &= ~frozen
+        remaining = np.maximum(remaining, 0.0)
+    return rates
+
+
+@dataclass
+class FlowRun:
+    """The outcome of simulating flows to completion."""
+
+    finish: np.ndarray  # finish time of every flow (the ideal step time is 1)
+    delivered: np.ndarray  # bytes delivered per flow (∫ rate dt)
+    max_utilization: float  # the largest Σ rates / capacity over links and time (≤ 1)
+
+
+def simulate(flows: Sequence[Flow], paths: Sequence[tuple[Link, ...]], fabric: Fabric) -> FlowRun:
+    """Run the flows to completion: max-min fair rates, recomputed at every flow completion."""
+    if len(flows) != len(paths):
+        raise ValueError(f"paths must give one path per flow: {len(flows)} flows, {len(paths)} paths")
+    remaining = np.array([f.size for f in flows], dtype=float)
+    finish = np.full(len(flows), np.nan)
+    delivered = np.zeros(len(flows))
+    now, max_util = 0.0, 0.0
+    active = np.ones(len(flows), dtype=bool)
+    while active.any():
+        ids = np.flatnonzero(active)
+        rates = max_min_rates([paths[i] for i in ids], fabric)
+        load: dict[Link, float] = {}
+        for i, rate in zip(ids, rates, strict=True):
+            for link in paths[i]:
+                load[link] = load.get(link, 0.0) + rate
+        max_util = max(max_util, *(v / fabric.capacity(k) for k, v in load.items()))
+        # advance to the next completion: dt = min_f remaining_f / rate_f
+        dt = float(np.min(remaining[ids] / rates))
+        now += dt
+        delivered[ids] += rates * dt
+        remaining[ids] -= rates * dt
+        done = ids[remaining[ids] <= 1e-9 * np.maximum(1.0, [flows[i].size for i in ids])]
+        finish[done] = now
+        remaining[done] = 0.0
+        active[done] = False
+    return FlowRun(finish=finish, delivered=delivered, max_utilization=max_util)
+
+
+def job_step_times(flows: Sequence[Flow], run: FlowRun, ideal: float) -> np.ndarray:
+    """Per job, its ring step time (its slowest flow's finish) relative to the ideal step time."""
+    jobs = sorted({f.job for f in flows})
+    return np.array([max(run.finish[i] for i, f in enumerate(flows) if f.job == j) / ideal for j in jobs])
+
+
+def reference_arrays() -> dict[str, np.ndarray]:
+    """The default fabric workload at seed 0 (one ring step of every job), as its data card fingerprints."""
+    flows = ring_flows(FabricConfig(), seed=0)
+    return {
+        "src": np.array([f.src for f in flows], dtype=np.int64),
+        "dst": np.array([f.dst for f in flows], dtype=np.int64),
+        "job": np.array([f.job for f in flows], dtype=np.int64),
+    }
