@@ -40,6 +40,7 @@ CHAPTERS: dict[str, Chapter] = {
     chapter.name: chapter
     for chapter in [
         Chapter("jrc", "recsys", "JRC: joint optimization of ranking and calibration"),
+        Chapter("badiff", "genmm", "BADiff: bandwidth-adaptive diffusion with early stopping"),
     ]
 }
 

@@ -40,5 +40,6 @@ DATASETS: dict[str, DataSet] = {
     d.name: d
     for d in [
         DataSet("recsys_world", ("jrc",), "toyscale.recsys.world:reference_arrays"),
+        DataSet("digits", ("badiff", "victor"), "toyscale.genmm.digits:reference_arrays"),
     ]
 }
