@@ -225,6 +225,8 @@ def test_bad_input_raises_clear_errors():
         badiff.Config(threshold=1.0)
     with pytest.raises(TypeError, match="config"):
         badiff.run(config="fast")
+    with pytest.raises(ValueError, match="levels"):
+        badiff.train_denoiser(torch.zeros(4, 64), badiff.Config(), conditioned=True, seed=0, levels={0.8: 2})
 
 
 # --- the experiment and its claims ----------------------------------------------------------------
