@@ -789,7 +789,9 @@ def _check_beats_naive(results: Sequence[Result]) -> Verdict:
 
 def _check_fewer_evals(results: Sequence[Result]) -> Verdict:
     badiff, cascade = _values(results, "badiff", "evals"), _values(results, "cascade", "evals")
-    return paired(badiff, cascade, margin=EVALS_MARGIN, higher_is_better=False, name="evaluations saved per image")
+    return paired(
+        badiff, cascade, margin=EVALS_MARGIN, higher_is_better=False, name="Δ evaluations per image (cascade − BADiff)"
+    )
 
 
 def _check_vs_cascade(results: Sequence[Result]) -> Verdict:
