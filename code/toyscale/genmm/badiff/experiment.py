@@ -1,61 +1,16 @@
-"""BADiff: a diffusion model that stops early at the quality its bandwidth can carry.
-
-Xi Zhang, Hanwei Zhu, Yan Zhong, Jiamang Wang and Weisi Lin. *BADiff: Bandwidth Adaptive
-Diffusion Model.* NeurIPS 2025 (arXiv:2510.21366).
-
-**The problem.** A cloud service generates an image with a diffusion model and sends it to a
-phone over a link of a few hundred kilobits. The usual pipeline, the *cascade*, runs every
-denoising step and then compresses the result hard enough to fit the link; the fine texture
-the last steps painted is the first thing the codec throws away. The compute was wasted and
-the picture is no better for it. Stopping the sampler early ("naive early stopping") saves the
-compute but sends a half-finished, blurry estimate.
-
-**The method.** BADiff tells the denoiser the target rate R (bits per pixel, derived from the
-bandwidth): an MLP turns R into an embedding that is added to the timestep embedding in every
-block. Training adds to the usual denoising loss a hinge on the rate of the model's own clean
-estimate, max(0, Ĥ(x̂₀) − R), through a differentiable estimate Ĥ of the codec's code length.
-A small stop policy (an MLP on pooled denoiser features, t and R) learns when to stop: its
-labels come from full trajectories, at the step that minimises rate + β·distortion + γ·steps.
-Sampling ends when the policy says so and sends the current x̂₀. The paper reports, at low
-bitrate on CIFAR-10, FID 11.4 for BADiff against 22.9 for naive early stopping and 13.6 for
-the full cascade, at about 1.7× less compute than the cascade (numbers as reported by the
-paper's summaries).
-
-**What the toy keeps.** A real transmission: a lossless context-model codec over L grey levels
-(`codec_bits`, the ideal code length Σ −log₂ p under a fixed causal context model counted on
-the training digits) behind a rate control that picks the finest level that fits the target;
-every rate in the chapter is measured with it, never with the model's estimate. A DDPM
-(T = 50, cosine schedule, x̂₀-prediction) with an MLP denoiser, a sinusoidal timestep embedding
-and the quality embedding added per block, sampled with deterministic DDIM steps; the hinge
-loss through a linear rate estimate fitted to the codec; the stop policy trained on labels
-from full trajectories; three arms with the same backbone and training steps (full sampling
-then codec, naive early stop sending x̂₀, BADiff). Quality is the
-Fréchet distance in the penultimate features of a small digit classifier trained on the
-training digits, with class diversity and classifier confidence beside it, so that blank or
-washed-out images cannot "win" by being cheap to send.
-
-**What it drops.** Natural images, U-Nets and learned image codecs, FID's Inception features,
-perceptual losses, and the paper's scale (an 8×8 digit, an MLP, seconds of CPU training).
-
-**What it finds.** BADiff stops after about three quarters of its steps, saving compute, but on
-this link its samples are worse than the unconditioned model stopped after as many steps and
-sending its x̂₀; the chapter's claims table keeps that headline as not reproduced.
-"""
+"""The BADiff experiment: the configuration, every arm trained and sampled, the run, the claims and the figures."""
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import plotly.graph_objects as go
 import torch
 import torch.nn.functional as F
 from plotly.subplots import make_subplots
-from scipy import linalg
 from torch import Tensor, nn
 
 from toyscale.core import device, plot
@@ -63,370 +18,33 @@ from toyscale.core.claims import Claim, Verdict, all_of, at_most, paired, within
 from toyscale.core.seeding import seed_everything
 from toyscale.genmm import digits
 
-ARMS = ("cascade", "naive", "badiff")
-DIAGNOSTICS = ("badiff_full", "real")  # BADiff's model run all T steps; real training digits, same link
-LADDER = (2, 3, 4, 5, 6, 8, 11, 17)  # the grey levels the codec offers, coarse to lossless (17 = 0..16)
-PIXELS = digits.SIDE * digits.SIDE
-
-
-def _check_images(images: np.ndarray, name: str = "images") -> np.ndarray:
-    """images as float64 of shape (n, 8, 8) in [0, 1]; ValueError naming `name` otherwise."""
-    array = np.asarray(images, dtype=np.float64)
-    if array.ndim == 2 and array.shape[1] == PIXELS:
-        array = array.reshape(-1, digits.SIDE, digits.SIDE)
-    if array.ndim != 3 or array.shape[1:] != (digits.SIDE, digits.SIDE):
-        raise ValueError(f"{name} must have shape (n, 8, 8) or (n, 64), got {np.shape(images)}")
-    if array.size and (not np.isfinite(array).all() or array.min() < 0.0 or array.max() > 1.0):
-        raise ValueError(f"{name} must hold finite intensities in [0, 1]")
-    return array
-
-
-def _check_levels(levels: int) -> int:
-    if isinstance(levels, bool) or not isinstance(levels, int | np.integer) or not 2 <= levels <= 256:
-        raise ValueError(f"levels must be an int in [2, 256], got {levels!r}")
-    return int(levels)
-
-
-# ---------------------------------------------------------------------------------------------
-# The transmission: a real codec and its rate control
-# ---------------------------------------------------------------------------------------------
-
-
-def quantize(images: np.ndarray, levels: int) -> np.ndarray:
-    """The grey-level symbols q = round(x · (L − 1)) ∈ {0, …, L − 1} of images x in [0, 1]."""
-    x, levels = _check_images(images), _check_levels(levels)
-    return np.clip(np.rint(x * (levels - 1)), 0, levels - 1).astype(np.int64)
-
-
-def dequantize(symbols: np.ndarray, levels: int) -> np.ndarray:
-    """What the receiver shows: x̃ = q / (L − 1)."""
-    return np.asarray(symbols, dtype=np.float64) / (_check_levels(levels) - 1)
-
-
-def causal_context(symbols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The already-decoded neighbours of every pixel: (left, top), 0 (black) outside the image."""
-    n, h, w = symbols.shape
-    padded = np.zeros((n, h + 1, w + 1), dtype=np.int64)
-    padded[:, 1:, 1:] = symbols
-    return padded[:, 1:, :-1], padded[:, :-1, 1:]
-
-
-@lru_cache(maxsize=64)
-def context_model(levels: int) -> np.ndarray:
-    """The codec's fixed causal context model at L levels: log₂ p(q | left, top), shape (L, L, L).
-
-    p(q | l, t) = (n(l, t, q) + ½) / (n(l, t) + L/2), counted once on the training digits of the
-    default split (the Krichevsky–Trofimov estimator). Sender and receiver share the table, so
-    Σ −log₂ p is the length an arithmetic coder achieves to within two bits per image.
-    """
-    levels = _check_levels(levels)
-    train = digits.to_unit(digits.split().train_images)
-    q = quantize(train, levels)
-    left, top = causal_context(q)
-    counts = np.full((levels, levels, levels), 0.5)
-    np.add.at(counts, (left.ravel(), top.ravel(), q.ravel()), 1.0)
-    table = np.log2(counts / counts.sum(axis=-1, keepdims=True))
-    table.setflags(write=False)
-    return table
-
-
-def codec_bits(images: np.ndarray, levels: int) -> np.ndarray:
-    """Bits per pixel of each image, quantised to L levels and coded under the context model.
-
-    rate(x) = (1/64) Σ_ij −log₂ p(q_ij | q_i,j−1, q_i−1,j), q = quantize(x, L).
-    """
-    q = quantize(images, levels)
-    left, top = causal_context(q)
-    table = context_model(_check_levels(levels))
-    return -table[left, top, q].reshape(q.shape[0], -1).mean(axis=1)
-
-
-@dataclass(frozen=True)
-class Transmission:
-    """What rate control sent: the received images, their rate (bits per pixel) and their level."""
-
-    received: np.ndarray
-    bpp: np.ndarray
-    levels: np.ndarray
-
-
-def transmit(images: np.ndarray, target_bpp: float, ladder: Sequence[int] = LADDER) -> Transmission:
-    """Rate control: send each image at the finest level L of the ladder with codec_bits ≤ target.
-
-    An image that does not fit even at the coarsest level is sent there anyway and overshoots
-    the target (it shows up in |achieved − target|).
-    """
-    x = _check_images(images)
-    if not target_bpp > 0:
-        raise ValueError(f"target_bpp must be > 0, got {target_bpp!r}")
-    ladder = sorted(_check_levels(level) for level in ladder)
-    if not ladder:
-        raise ValueError("ladder must hold at least one level")
-    rates = np.stack([codec_bits(x, level) for level in ladder])  # (levels, n)
-    fits = rates <= target_bpp
-    # the finest fitting level; the coarsest when none fits
-    choice = np.where(fits.any(axis=0), len(ladder) - 1 - np.argmax(fits[::-1], axis=0), 0)
-    levels = np.asarray(ladder)[choice]
-    received = np.empty_like(x)
-    for level in np.unique(levels):
-        rows = levels == level
-        received[rows] = dequantize(quantize(x[rows], int(level)), int(level))
-    return Transmission(received, rates[choice, np.arange(x.shape[0])], levels)
-
-
-def rate_features(x: Tensor) -> Tensor:
-    """Smooth statistics of images x (n, 64) in [0, 1] that the codec's rate follows.
-
-    φ(x) = [1, mean x, mean(|x_ij − x_i,j−1| + |x_ij − x_i−1,j|), mean x(1 − x)]: ink, edges
-    (the total variation against the causal neighbours, black outside), and greyness (pixels
-    between black and white are the expensive ones).
-    """
-    if x.dim() != 2 or x.shape[1] != PIXELS:
-        raise ValueError(f"x must have shape (n, 64), got {tuple(x.shape)}")
-    image = x.reshape(-1, digits.SIDE, digits.SIDE)
-    padded = F.pad(image, (1, 0, 1, 0))
-    edges = (image - padded[:, 1:, :-1]).abs() + (image - padded[:, :-1, 1:]).abs()
-    ones = torch.ones(x.shape[0], dtype=x.dtype, device=x.device)
-    return torch.stack([ones, x.mean(dim=1), edges.flatten(1).mean(dim=1), (x * (1 - x)).mean(dim=1)], dim=1)
-
-
-@lru_cache(maxsize=64)
-def rate_surrogate_weights(levels: int) -> tuple[float, ...]:
-    """Least-squares weights w with codec_bits(x, L) ≈ w · φ(x), fitted to the real codec.
-
-    The fit uses the training digits and four distortions of them (blurred, noisy, mixed,
-    faded), so that it also covers the blurry and grey estimates a sampler produces.
-    """
-    levels = _check_levels(levels)
-    x = digits.to_unit(digits.split().train_images).astype(np.float64)
-    generator = np.random.default_rng(0)
-    blurred = (x + np.roll(x, 1, 1) + np.roll(x, -1, 1) + np.roll(x, 1, 2) + np.roll(x, -1, 2)) / 5
-    noisy = np.clip(x + 0.1 * generator.standard_normal(x.shape), 0, 1)
-    mixed = 0.5 * x + 0.5 * x[generator.permutation(len(x))]
-    fit = np.concatenate([x, blurred, noisy, mixed, 0.6 * x])
-    phi = rate_features(torch.as_tensor(fit.reshape(-1, PIXELS))).numpy()
-    weights, *_ = np.linalg.lstsq(phi, codec_bits(fit, levels), rcond=None)
-    return tuple(float(w) for w in weights)
-
-
-def rate_surrogate(x: Tensor, levels: int) -> Tensor:
-    """The differentiable rate estimate Ĥ_L(x) = w_L · φ(x) in bits per pixel, for x (n, 64) in [0, 1]."""
-    w = torch.as_tensor(rate_surrogate_weights(levels), dtype=x.dtype, device=x.device)
-    # Ĥ(x) = w · φ(x)
-    return rate_features(x) @ w
-
-
-def hinge_rate_loss(rate_estimate: Tensor, target_bpp: Tensor) -> Tensor:
-    """BADiff's entropy hinge, averaged over the batch: max(0, Ĥ(x̂₀) − H_target)."""
-    if rate_estimate.shape != target_bpp.shape:
-        raise ValueError(
-            f"rate_estimate and target_bpp must have the same shape, got {tuple(rate_estimate.shape)} "
-            f"and {tuple(target_bpp.shape)}"
-        )
-    # max(0, Ĥ − H_target)
-    return F.relu(rate_estimate - target_bpp).mean()
-
-
-def design_level(target_bpp: float, train_images: np.ndarray, ladder: Sequence[int] = LADDER) -> int:
-    """The level BADiff aims its hinge at for a target R: the finest level of the ladder at which
-    the median training digit fits R (the coarsest level when none does)."""
-    fitting = [level for level in sorted(ladder) if np.median(codec_bits(train_images, level)) <= target_bpp]
-    return int(fitting[-1]) if fitting else int(min(ladder))
-
-
-# ---------------------------------------------------------------------------------------------
-# The quality judge: a small digit classifier, Fréchet distance, diversity
-# ---------------------------------------------------------------------------------------------
-
-
-class DigitClassifier(nn.Module):
-    """An MLP 64 → hidden → features → 10 whose penultimate layer gives the Fréchet features."""
-
-    def __init__(self, hidden: int = 64, features: int = 32) -> None:
-        super().__init__()
-        self.body = nn.Sequential(nn.Linear(PIXELS, hidden), nn.ReLU(), nn.Linear(hidden, features), nn.ReLU())
-        self.head = nn.Linear(features, digits.N_CLASSES)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.head(self.body(x))
-
-
-@lru_cache(maxsize=4)
-def train_classifier(epochs: int = 150, seed: int = 0) -> DigitClassifier:
-    """The judge, trained on the training digits only (full batch, Adam, light pixel noise).
-
-    Deterministic and cached in memory: about a second of CPU, so nothing is written to disk.
-    """
-    split = digits.split()
-    generator = seed_everything(seed)
-    model = DigitClassifier()
-    x = torch.as_tensor(digits.to_unit(split.train_images).reshape(-1, PIXELS))
-    y = torch.as_tensor(split.train_labels)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    for _ in range(epochs):
-        noisy = x + 0.05 * torch.randn(x.shape, generator=generator)
-        loss = F.cross_entropy(model(noisy), y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-    model.eval()
-    return model
-
-
-def _judge_inputs(images: np.ndarray) -> Tensor:
-    return torch.as_tensor(_check_images(images).reshape(-1, PIXELS), dtype=torch.float32)
-
-
-def classifier_features(classifier: DigitClassifier, images: np.ndarray) -> np.ndarray:
-    """Penultimate-layer features of images in [0, 1], as float64 of shape (n, features)."""
-    with torch.no_grad():
-        return classifier.body(_judge_inputs(images)).double().numpy()
-
-
-def frechet_distance(features_a: np.ndarray, features_b: np.ndarray) -> float:
-    """The Fréchet distance between Gaussians fitted to two feature sets (FID's formula).
-
-    FD = ‖μ_a − μ_b‖² + tr(Σ_a + Σ_b − 2 (Σ_a Σ_b)^{1/2}).
-    """
-    a, b = np.asarray(features_a, np.float64), np.asarray(features_b, np.float64)
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1] or min(len(a), len(b)) < 2:
-        raise ValueError(f"features must be (n, d) arrays with the same d and n >= 2, got {a.shape} and {b.shape}")
-    mu_a, mu_b = a.mean(axis=0), b.mean(axis=0)
-    cov_a, cov_b = np.atleast_2d(np.cov(a, rowvar=False)), np.atleast_2d(np.cov(b, rowvar=False))
-    # (Σ_a Σ_b)^{1/2}; its tiny imaginary part is round-off. Dead features (a blank image
-    # set) make Σ singular: scipy then warns but its square root is still the one we want.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", linalg.LinAlgWarning)
-        root = linalg.sqrtm(cov_a @ cov_b)
-    value = np.sum((mu_a - mu_b) ** 2) + np.trace(cov_a + cov_b - 2.0 * np.real(root))
-    return float(max(value, 0.0))
-
-
-def class_diversity(classifier: DigitClassifier, images: np.ndarray) -> float:
-    """Entropy of the predicted-class histogram over log 10: 1 when all ten digits are equally common."""
-    with torch.no_grad():
-        predicted = classifier(_judge_inputs(images)).argmax(dim=1).numpy()
-    share = np.bincount(predicted, minlength=digits.N_CLASSES) / max(predicted.size, 1)
-    share = share[share > 0]
-    return float(max(0.0, -(share * np.log(share)).sum() / math.log(digits.N_CLASSES)))
-
-
-def classifier_confidence(classifier: DigitClassifier, images: np.ndarray) -> float:
-    """Mean over images of the classifier's top softmax probability (0.1 for pure doubt)."""
-    with torch.no_grad():
-        return float(torch.softmax(classifier(_judge_inputs(images)), dim=1).max(dim=1).values.mean())
-
-
-# ---------------------------------------------------------------------------------------------
-# The diffusion model
-# ---------------------------------------------------------------------------------------------
-
-
-def cosine_schedule(steps: int, offset: float = 0.008) -> Tensor:
-    """ᾱ_t for t = 1..T (index t − 1): ᾱ_t = f(t)/f(0), f(t) = cos²((t/T + s)/(1 + s) · π/2)."""
-    if not isinstance(steps, int) or steps < 2:
-        raise ValueError(f"steps must be an int >= 2, got {steps!r}")
-    grid = torch.arange(steps + 1, dtype=torch.float64) / steps
-    f = torch.cos((grid + offset) / (1 + offset) * math.pi / 2) ** 2
-    return (f[1:] / f[0]).clamp(1e-5, 0.9999).float()
-
-
-def sinusoidal_embedding(values: Tensor, dim: int, scale: float = 1.0) -> Tensor:
-    """[sin(v·ω_k), cos(v·ω_k)] with ω_k = scale · 10000^(−k/(dim/2)): the transformer's position code."""
-    if dim < 2 or dim % 2:
-        raise ValueError(f"dim must be an even int >= 2, got {dim}")
-    half = dim // 2
-    omega = scale * torch.exp(-math.log(10000.0) * torch.arange(half, device=values.device) / half)
-    angle = values.float()[:, None] * omega[None, :]
-    return torch.cat([angle.sin(), angle.cos()], dim=1)
-
-
-class QualityEmbedding(nn.Module):
-    """BADiff's quality embedding: an MLP from the target bits per pixel to the model width."""
-
-    def __init__(self, width: int, dim: int = 16) -> None:
-        super().__init__()
-        self.dim = dim
-        self.mlp = nn.Sequential(nn.Linear(dim, dim), nn.SiLU(), nn.Linear(dim, width))
-
-    def forward(self, target_bpp: Tensor) -> Tensor:
-        # e_q = MLP(sinusoid(R))
-        return self.mlp(sinusoidal_embedding(target_bpp, self.dim, scale=4.0))
-
-
-class Denoiser(nn.Module):
-    """An MLP denoiser that predicts x̂₀ from (x_t, t) and, for BADiff, the target rate R.
-
-    h₀ = W_in x_t;  e = MLP_t(sinusoid(t)) [+ QualityEmbedding(R)];
-    h_{k+1} = h_k + MLP_k(LayerNorm(h_k) + e)  (the embedding is added in every block);
-    x̂₀ = W_out LayerNorm(h_K).
-    """
-
-    def __init__(self, width: int, blocks: int, steps: int, conditioned: bool) -> None:
-        super().__init__()
-        self.steps, self.conditioned = steps, conditioned
-        self.input = nn.Linear(PIXELS, width)
-        self.time = nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, width))
-        self.quality = QualityEmbedding(width) if conditioned else None
-        self.blocks = nn.ModuleList(
-            nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, width)) for _ in range(blocks)
-        )
-        self.norms = nn.ModuleList(nn.LayerNorm(width) for _ in range(blocks))
-        self.output = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, PIXELS))
-        self.width = width
-
-    def embedding(self, t: Tensor, target_bpp: Tensor | None) -> Tensor:
-        """e = MLP_t(sinusoid(t)) + QualityEmbedding(R) for conditioned models."""
-        # the timestep MLP runs on the T distinct steps once and is looked up per sample
-        table = self.time(sinusoidal_embedding(torch.arange(self.steps, device=t.device), self.width))
-        e = table[t]
-        if self.conditioned:
-            if target_bpp is None:
-                raise ValueError("a conditioned denoiser needs target_bpp")
-            e = e + self.quality(target_bpp)
-        return e
-
-    def forward(self, x_t: Tensor, t: Tensor, target_bpp: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """(x̂₀ in the model's [−1, 1] space, the last block's features) for a batch."""
-        e = self.embedding(t, target_bpp)
-        h = self.input(x_t)
-        for norm, block in zip(self.norms, self.blocks, strict=True):
-            # h ← h + MLP(LayerNorm(h) + e)
-            h = h + block(norm(h) + e)
-        return self.output(h), h
-
-
-def q_sample(x0: Tensor, t: Tensor, noise: Tensor, alpha_bar: Tensor) -> Tensor:
-    """The forward process: x_t = √ᾱ_t x₀ + √(1 − ᾱ_t) ε."""
-    a = alpha_bar[t][:, None]
-    return a.sqrt() * x0 + (1 - a).sqrt() * noise
-
-
-def reverse_step(x_t: Tensor, x0_hat: Tensor, t: int, alpha_bar: Tensor, noise: Tensor, eta: float) -> Tensor:
-    """One reverse step from x_t to x_{t−1} given the predicted x̂₀ (DDIM's family, Song et al. 2021).
-
-    ε̂ = (x_t − √ᾱ_t x̂₀)/√(1 − ᾱ_t),  σ_t = η √((1 − ᾱ_{t−1})/(1 − ᾱ_t)) √(1 − ᾱ_t/ᾱ_{t−1}),
-    x_{t−1} = √ᾱ_{t−1} x̂₀ + √(1 − ᾱ_{t−1} − σ_t²) ε̂ + σ_t z.
-    η = 1 is DDPM's ancestral step, η = 0 the deterministic DDIM step. At t = 0 it returns x̂₀.
-    """
-    if t == 0:
-        return x0_hat
-    a, a_prev = alpha_bar[t], alpha_bar[t - 1]
-    eps_hat = (x_t - a.sqrt() * x0_hat) / (1 - a).sqrt()
-    sigma = eta * ((1 - a_prev) / (1 - a)).sqrt() * (1 - a / a_prev).sqrt()
-    # x_{t−1} = √ᾱ_{t−1} x̂₀ + √(1 − ᾱ_{t−1} − σ²) ε̂ + σ z
-    return a_prev.sqrt() * x0_hat + (1 - a_prev - sigma**2).clamp_min(0).sqrt() * eps_hat + sigma * noise
-
-
-def to_model_space(x: Tensor) -> Tensor:
-    """Intensities [0, 1] → the model's [−1, 1]."""
-    return 2 * x - 1
-
-
-def to_image_space(x: Tensor) -> Tensor:
-    """The model's [−1, 1] → intensities [0, 1] (clipped)."""
-    return ((x + 1) / 2).clamp(0, 1)
-
+from .codec import (
+    ARMS,
+    DIAGNOSTICS,
+    PIXELS,
+    Transmission,
+    _check_images,
+    design_level,
+    hinge_rate_loss,
+    rate_surrogate,
+    transmit,
+)
+from .diffusion import (
+    Denoiser,
+    cosine_schedule,
+    q_sample,
+    reverse_step,
+    to_image_space,
+    to_model_space,
+)
+from .judge import (
+    DigitClassifier,
+    class_diversity,
+    classifier_confidence,
+    classifier_features,
+    frechet_distance,
+    train_classifier,
+)
 
 # ---------------------------------------------------------------------------------------------
 # The experiment
