@@ -43,5 +43,6 @@ DATASETS: dict[str, DataSet] = {
         DataSet("recsys_domains", ("star",), "toyscale.recsys.world:domain_reference_arrays"),
         DataSet("c4_fabric_workload", ("c4",), "toyscale.systems.c4.plan:reference_arrays"),
         DataSet("digits", ("badiff", "victor"), "toyscale.genmm.digits:reference_arrays"),
+        DataSet("recsys_ads", ("rec4ad",), "toyscale.recsys.world:ad_reference_arrays"),
     ]
 }

@@ -50,6 +50,21 @@ and unit variance, b_d ~ N(0, σ_b²) and ρ = `domain_strength`. The share of d
 with ρ while the total stays fixed. Nothing here has the form of a STAR network (no product of a
 shared and a domain weight matrix), so the chapter's model has to *find* the structure.
 
+**Ads and organic items** (`make_ad_log`, the Rec4Ad chapter). A feed mixes organic items
+(recommendations) and ads: a share `ad_share` of the items are ads with bids, log bid_i =
+ζ · b_i[0] + σ_bid · noise (ζ = `bid_correlation`). One click function serves both, with an ad
+penalty δ = `ad_penalty`:
+
+    logit P(y = 1 | u, i) = β₀ + κ · f([a_u, b_i]) − δ · is_ad(i),
+
+f a random network as above. Each request draws a user (∝ activity) and m = `ad_candidates`
+candidates, and its ranker shows one of them with probability softmax(τ · score): ads by a
+legacy eCPM ranker, score = log σ(its pCTR) + log bid, whose pCTR reads f with the last
+`legacy_blind` item features zeroed (τ = `exposure_bias`); organic items by a recommendation
+ranker, score = κ · (f + g)/√2 with g its own objective (τ = `rec_exposure_bias`), with
+`rec_traffic` times as many requests. An unbiased test log shows ads uniformly (τ = 0). Every
+impression keeps its propensity, the probability its policy showed it.
+
 Extension points for later chapters: a `WorldConfig` field with a neutral default for each new
 effect (domains, exposure policies, more feature fields), `sample_population` for what is drawn
 once, `sample_contexts` for who sees what where, `true_logit` for the click model, and
@@ -96,6 +111,16 @@ class WorldConfig:
     domain_feature_shift: float = 0.0  # σ_μ: spread of the per-domain shift μ_d of the observed features
     domain_feature_scale: float = 0.0  # σ_s: spread of log s_d, the per-domain scale of the observed features
     domain_hidden: int = 16  # H: hidden width of the random networks f and g_d of the click function
+    # Ads and organic items (read only by make_ad_log; the defaults leave the worlds above unchanged)
+    ad_share: float = 0.5  # share of the items that are ads; the rest are organic items (recommendations)
+    ad_penalty: float = 0.0  # δ: a user clicks an ad with logit δ lower than an organic item alike in features
+    exposure_bias: float = 0.0  # τ: exposure ∝ exp(τ · ranker score) in a candidate set; 0 = uniform, no SSB
+    rec_exposure_bias: float = 0.0  # τ_rec: the same for the recommendation ranker (its own, fixed selectivity)
+    ad_candidates: int = 20  # m: candidate items per request; the ranker shows one of them
+    rec_traffic: float = 3.0  # recommendation requests per ad request (organic traffic is larger)
+    bid_correlation: float = 0.0  # ζ: log bid_i = ζ · b_i[0] + σ_bid · noise, bids follow an item feature
+    bid_noise: float = 0.5  # σ_bid: the spread of log bids not explained by the item feature
+    legacy_blind: int = 0  # item features the legacy ad ranker ignores (the last ones of b_i)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -103,7 +128,7 @@ class WorldConfig:
             if not isinstance(value, int | float) or isinstance(value, bool):
                 raise TypeError(f"{f.name} must be a number, got {value!r}")
         names = ("n_users", "n_items", "n_user_segments", "n_item_categories", "n_contexts", "latent_dim")
-        for name in (*names, "n_domains", "domain_hidden"):
+        for name in (*names, "n_domains", "domain_hidden", "ad_candidates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.session_size < 2:
@@ -114,9 +139,14 @@ class WorldConfig:
             raise ValueError(f"side_info must be in [0, 1], got {self.side_info}")
         nonnegative = ("user_zipf", "item_zipf", "user_bias_std", "item_bias_std", "context_shift_std")
         domain_spreads = ("domain_zipf", "domain_strength", "domain_bias_std", "domain_feature_shift")
-        for name in (*nonnegative, *domain_spreads, "domain_feature_scale"):
+        ad_knobs = ("ad_penalty", "exposure_bias", "rec_exposure_bias", "rec_traffic", "bid_noise", "legacy_blind")
+        for name in (*nonnegative, *domain_spreads, "domain_feature_scale", *ad_knobs):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 < self.ad_share < 1.0:
+            raise ValueError(f"ad_share must be in (0, 1) (both ads and organic items), got {self.ad_share}")
+        if self.legacy_blind > self.latent_dim:
+            raise ValueError(f"legacy_blind must be <= latent_dim = {self.latent_dim}, got {self.legacy_blind}")
 
 
 LogT = TypeVar("LogT", "ClickLog", "DomainLog")
@@ -505,3 +535,231 @@ def domain_reference_arrays() -> dict[str, np.ndarray]:
     """The MULTI_DOMAIN log at seed 0, as the integer arrays its data card fingerprints."""
     log, _ = make_domain_log(MULTI_DOMAIN, seed=0)
     return {"user": log.user, "item": log.item, "context": log.context, "domain": log.domain, "y": log.y}
+
+
+# ---------------------------------------------------------------------------------------------
+# Ads and organic items: one feed, two exposure policies, one click model (the Rec4Ad chapter)
+# ---------------------------------------------------------------------------------------------
+
+# The mixed-feed world the Rec4Ad chapter uses and whose data card fingerprints it: 200 items,
+# half of them ads; 3,000 ad requests and 3 × 3,000 recommendation requests, each showing one
+# item chosen from 20 candidates; a legacy ad ranker blind to half of the item features, bids
+# that follow one item feature, exposure bias τ = 4 for the ads and 1 for the recommendations.
+AD_WORLD = WorldConfig(
+    n_users=2000,
+    n_items=200,
+    n_contexts=3000,
+    latent_dim=4,
+    base_logit=-1.5,
+    affinity_scale=2.0,
+    context_shift_std=0.0,
+    exposure_confounding=0.0,
+    ad_share=0.5,
+    ad_penalty=0.5,
+    exposure_bias=4.0,
+    rec_exposure_bias=1.0,
+    ad_candidates=20,
+    rec_traffic=3.0,
+    bid_correlation=1.5,
+    bid_noise=0.3,
+    legacy_blind=2,
+)
+
+
+@dataclass(frozen=True)
+class AdWorld:
+    """What is drawn once per mixed-feed world: the population, which items are ads, bids, rankers."""
+
+    population: Population  # users and items (sample_population)
+    ads: np.ndarray  # (I_ad,) item ids of the ads
+    organic: np.ndarray  # (I_rec,) item ids of the organic items
+    is_ad: np.ndarray  # (I,) 1 for an ad, 0 for an organic item
+    bid: np.ndarray  # (I,) the advertiser's bid per click (1 for organic items, never used)
+    click: RandomNetwork  # f: the shared click function of x̃ = [a_u, b_i]
+    rec_taste: RandomNetwork  # g: what the recommendation ranker optimises besides clicks
+
+
+@dataclass(frozen=True)
+class AdLog:
+    """A mixed-feed log, one impression per request: features, domain, label, and the exposure.
+
+    `propensity` is the probability that the serving policy showed this item among its
+    `ad_candidates` candidates (the softmax of its score), the known propensity of IPS;
+    a uniform policy has 1/m. `p_true` is the oracle's click probability, for analysis only.
+    """
+
+    X: np.ndarray  # (N, 2k) features x = [a_u, b_i] a model sees
+    is_ad: np.ndarray  # (N,) 1: an ad impression, 0: a recommendation (the domain indicator)
+    y: np.ndarray  # (N,) click label 0/1
+    p_true: np.ndarray  # (N,) σ(true logit)
+    bid: np.ndarray  # (N,) the bid of the item shown (1 for organic items)
+    propensity: np.ndarray  # (N,) P(policy shows this item | request's candidates)
+    user: np.ndarray  # (N,) user id
+    item: np.ndarray  # (N,) item id
+    n_candidates: int = 1  # m, so that a uniform policy has propensity 1/m
+
+    def __len__(self) -> int:
+        return int(self.y.size)
+
+    def subset(self, mask: np.ndarray) -> AdLog:
+        """The impressions selected by `mask` (a boolean mask or an index array over impressions)."""
+        return AdLog(
+            X=self.X[mask],
+            is_ad=self.is_ad[mask],
+            y=self.y[mask],
+            p_true=self.p_true[mask],
+            bid=self.bid[mask],
+            propensity=self.propensity[mask],
+            user=self.user[mask],
+            item=self.item[mask],
+            n_candidates=self.n_candidates,
+        )
+
+
+def sample_ad_world(config: WorldConfig, generator: np.random.Generator) -> AdWorld:
+    """Draw the population, split the items into ads and organic items, draw bids and the two networks."""
+    population = sample_population(config, generator)
+    order = generator.permutation(config.n_items)
+    n_ads = min(config.n_items - 1, max(1, round(config.ad_share * config.n_items)))
+    is_ad = np.zeros(config.n_items, dtype=np.int64)
+    is_ad[order[:n_ads]] = 1
+    # log bid_i = ζ · b_i[0] + σ_bid · noise: advertisers of some kinds of items bid more
+    log_bid = config.bid_correlation * population.item_vec[:, 0] + config.bid_noise * generator.standard_normal(
+        config.n_items
+    )
+    bid = np.where(is_ad == 1, np.exp(log_bid), 1.0)
+    n_features = 2 * config.latent_dim
+    return AdWorld(
+        population=population,
+        ads=np.sort(order[:n_ads]),
+        organic=np.sort(order[n_ads:]),
+        is_ad=is_ad,
+        bid=bid,
+        click=random_network(n_features, config.domain_hidden, generator),
+        rec_taste=random_network(n_features, config.domain_hidden, generator),
+    )
+
+
+def ad_features(world: AdWorld, user: np.ndarray, item: np.ndarray) -> np.ndarray:
+    """The features a model sees: x = [a_u, b_i] (any shape of ids; features on the last axis)."""
+    return np.concatenate([world.population.user_vec[user], world.population.item_vec[item]], axis=-1)
+
+
+def ad_logit(config: WorldConfig, world: AdWorld, user: np.ndarray, item: np.ndarray) -> np.ndarray:
+    """The one click model of the feed: β₀ + κ · f([a_u, b_i]) − δ · is_ad(i)."""
+    x = ad_features(world, user, item)
+    # β₀ + κ · f(x̃) − δ · is_ad: the same user decision for ads and organic items, less an ad penalty
+    return config.base_logit + config.affinity_scale * world.click(x) - config.ad_penalty * world.is_ad[item]
+
+
+def legacy_ad_score(config: WorldConfig, world: AdWorld, user: np.ndarray, item: np.ndarray) -> np.ndarray:
+    """The legacy ad ranker's log eCPM: log[σ(pCTR logit on x with its blind features zeroed) · bid_i].
+
+    Its pCTR is the true click function read through a mask: the last `legacy_blind` item
+    features are set to 0, so what it ignores never steers which ads are shown.
+    """
+    x = ad_features(world, user, item)
+    if config.legacy_blind:
+        x[..., x.shape[-1] - config.legacy_blind :] = 0.0
+    logit = config.base_logit + config.affinity_scale * world.click(x) - config.ad_penalty
+    # log eCPM = log pCTR + log bid
+    return -np.logaddexp(0.0, -logit) + np.log(world.bid[item])
+
+
+def rec_score(config: WorldConfig, world: AdWorld, user: np.ndarray, item: np.ndarray) -> np.ndarray:
+    """The recommendation ranker's score: κ · (f(x) + g(x)) / √2, clicks and its own objective g."""
+    x = ad_features(world, user, item)
+    return config.affinity_scale * (world.click(x) + world.rec_taste(x)) / np.sqrt(2.0)
+
+
+def expose(scores: np.ndarray, bias: float, generator: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Pick one candidate per request (row) with probability softmax(τ · score); return (column, propensity).
+
+    τ = `bias` = 0 is the uniform policy (propensity 1/m); a large τ is the greedy ranker.
+    """
+    # π(j | request) = exp(τ s_j) / Σ_j' exp(τ s_j')
+    logits = bias * scores
+    logits = logits - logits.max(axis=1, keepdims=True)
+    prob = np.exp(logits)
+    prob /= prob.sum(axis=1, keepdims=True)
+    # inverse-CDF draw, one per row
+    chosen = (prob.cumsum(axis=1) < generator.random((scores.shape[0], 1))).sum(axis=1)
+    chosen = np.minimum(chosen, scores.shape[1] - 1)
+    return chosen, prob[np.arange(scores.shape[0]), chosen]
+
+
+def candidate_requests(
+    config: WorldConfig, world: AdWorld, n: int, generator: np.random.Generator, *, organic: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """n requests: a user each (∝ activity) and m distinct candidate ads (or organic items), uniformly."""
+    pool = world.organic if organic else world.ads
+    users = generator.choice(config.n_users, size=n, p=world.population.user_activity)
+    m = min(config.ad_candidates, pool.size)
+    # m distinct candidates per request: the first m of a random permutation of the pool
+    picks = np.argsort(generator.random((n, pool.size)), axis=1)[:, :m]
+    return np.repeat(users[:, None], m, axis=1), pool[picks]
+
+
+def _serve(config: WorldConfig, world: AdWorld, n: int, generator: np.random.Generator, *, policy: str) -> AdLog:
+    """n requests served by one policy ('legacy' ads, 'rec' organic items, 'uniform' ads), with clicks."""
+    users, items = candidate_requests(config, world, n, generator, organic=policy == "rec")
+    if policy == "legacy":
+        scores = legacy_ad_score(config, world, users, items)
+    elif policy == "rec":
+        scores = rec_score(config, world, users, items)
+    else:
+        scores = np.zeros(users.shape)
+    bias = {"legacy": config.exposure_bias, "rec": config.rec_exposure_bias, "uniform": 0.0}[policy]
+    column, propensity = expose(scores, bias, generator)
+    rows = np.arange(n)
+    user, item = users[rows, column], items[rows, column]
+    p_true = 1.0 / (1.0 + np.exp(-ad_logit(config, world, user, item)))
+    y = (generator.random(n) < p_true).astype(np.int64)
+    return AdLog(
+        X=ad_features(world, user, item),
+        is_ad=world.is_ad[item],
+        y=y,
+        p_true=p_true,
+        bid=world.bid[item],
+        propensity=propensity,
+        user=user,
+        item=item,
+        n_candidates=items.shape[1],
+    )
+
+
+def make_ad_log(config: WorldConfig | None = None, *, seed: int = 0) -> tuple[AdLog, AdLog, AdWorld]:
+    """Draw a mixed feed (default: `AD_WORLD`): the training log, an unbiased ad test log, and the world.
+
+    The training log holds `n_contexts` ad requests served by the legacy eCPM ranker and
+    `rec_traffic · n_contexts` recommendation requests served by the recommendation ranker. The
+    test log holds `n_contexts` requests whose ad is drawn uniformly from its candidates:
+    exposed independently of every model. Same seed, same logs.
+    """
+    config = AD_WORLD if config is None else config
+    if not isinstance(config, WorldConfig):
+        raise TypeError(f"config must be a WorldConfig, got {type(config).__name__}")
+    generator = rng(seed)
+    world = sample_ad_world(config, generator)
+    ads = _serve(config, world, config.n_contexts, generator, policy="legacy")
+    recs = _serve(config, world, round(config.rec_traffic * config.n_contexts), generator, policy="rec")
+    test = _serve(config, world, config.n_contexts, generator, policy="uniform")
+    train = AdLog(
+        *(np.concatenate([getattr(ads, f.name), getattr(recs, f.name)]) for f in fields(AdLog)[:-1]),
+        n_candidates=ads.n_candidates,
+    )
+    return train, test, world
+
+
+def ad_reference_arrays() -> dict[str, np.ndarray]:
+    """The AD_WORLD logs at seed 0, as the integer arrays its data card fingerprints."""
+    train, test, _ = make_ad_log(AD_WORLD, seed=0)
+    return {
+        "user": train.user,
+        "item": train.item,
+        "is_ad": train.is_ad,
+        "y": train.y,
+        "test_user": test.user,
+        "test_item": test.item,
+        "test_y": test.y,
+    }
