@@ -255,9 +255,10 @@ Table.from_nested(means, row_title="arm", caption="Means over seeds 0, 1, 2")
 #   bias settings (how strongly bids follow a feature, and how sharp each ranker's exposure
 #   is) were set so that selection bias is visible at all, and Rec4Ad's module weights and
 #   private width were picked from four settings on the *same* unbiased test metrics shown
-#   here (the one whose PCOC was nearest 1). A held-out tuning split would be cleaner; with
-#   it, Rec4Ad's numbers could only get worse, which would not change the verdicts above,
-#   since Rec4Ad's own claims are the ones marked not reproduced.
+#   here (the one whose PCOC was nearest 1). A held-out tuning split would be cleaner. That
+#   is why the calibration claim is checked on mix + domain, which has nothing tuned and
+#   differs from the naive mix by the domain information alone; the claim against IPS does
+#   use the tuned Rec4Ad arm.
 #
 # ## At full scale
 #
