@@ -41,6 +41,7 @@ CHAPTERS: dict[str, Chapter] = {
     for chapter in [
         Chapter("star", "recsys", "STAR: one model that serves many domains"),
         Chapter("jrc", "recsys", "JRC: joint optimization of ranking and calibration"),
+        Chapter("picasso", "recsys", "PICASSO: packing, interleaving and caching for wide-and-deep training"),
     ]
 }
 

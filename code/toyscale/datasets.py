@@ -41,5 +41,6 @@ DATASETS: dict[str, DataSet] = {
     for d in [
         DataSet("recsys_world", ("jrc",), "toyscale.recsys.world:reference_arrays"),
         DataSet("recsys_domains", ("star",), "toyscale.recsys.world:domain_reference_arrays"),
+        DataSet("recsys_fields", ("picasso",), "toyscale.recsys.world:field_reference_arrays"),
     ]
 }
