@@ -37,11 +37,17 @@
 import numpy as np
 import torch
 
-from toyscale.core import Stopwatch, Table, check_results, claims_table, set_threads
+from toyscale.core import (
+    Stopwatch,
+    Table,
+    check_results,
+    claims_table,
+    set_threads,
+)
 from toyscale.recsys import picasso
 from toyscale.recsys.world import make_field_log, zipf_stream
 
-set_threads(1)  # one thread: tiny operators, and stable timings on a shared machine
+set_threads(1)  # tiny operators; stable timings on a shared machine
 
 # %% [markdown]
 # ## The idea
