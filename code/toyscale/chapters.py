@@ -42,6 +42,7 @@ CHAPTERS: dict[str, Chapter] = {
         Chapter("star", "recsys", "STAR: one model that serves many domains"),
         Chapter("jrc", "recsys", "JRC: joint optimization of ranking and calibration"),
         Chapter("rec4ad", "recsys", "Rec4Ad: recommendation samples against sample selection bias"),
+        Chapter("picasso", "recsys", "PICASSO: packing, interleaving and caching for wide-and-deep training"),
         Chapter("badiff", "genmm", "BADiff: bandwidth-adaptive diffusion with early stopping"),
         Chapter("c4", "systems", "C4: communication-driven fault diagnosis and traffic planning"),
     ]

@@ -44,5 +44,6 @@ DATASETS: dict[str, DataSet] = {
         DataSet("c4_fabric_workload", ("c4",), "toyscale.systems.c4.plan:reference_arrays"),
         DataSet("digits", ("badiff", "victor"), "toyscale.genmm.digits:reference_arrays"),
         DataSet("recsys_ads", ("rec4ad",), "toyscale.recsys.world:ad_reference_arrays"),
+        DataSet("recsys_fields", ("picasso",), "toyscale.recsys.world:field_reference_arrays"),
     ]
 }

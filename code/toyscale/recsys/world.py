@@ -65,6 +65,16 @@ ranker, score = κ · (f + g)/√2 with g its own objective (τ = `rec_exposure_
 `rec_traffic` times as many requests. An unbiased test log shows ads uniformly (τ = 0). Every
 impression keeps its propensity, the probability its policy showed it.
 
+**Many feature fields** (`make_field_log`, the PICASSO chapter). An industrial CTR log has F
+categorical fields (user, item, shop, brand, query words, recent clicks ...), each multi-hot:
+a record holds L ids of each field. Field f has V rows; its ids follow a finite, normalized Zipf
+law, P(rank r) = r^(−s) / Σ_{j=1..V} j^(−s), with ranks assigned to rows in a random order per
+field. Each row carries an effect w_f[r] ~ N(0, 1) and the click logit is additive over fields:
+
+    logit P(y = 1 | record) = β₀ + κ · (1/√F) Σ_f (1/L) Σ_l w_f[id_{f,l}].
+
+The section draws nothing from `WorldConfig`, so the worlds above are unchanged.
+
 Extension points for later chapters: a `WorldConfig` field with a neutral default for each new
 effect (domains, exposure policies, more feature fields), `sample_population` for what is drawn
 once, `sample_contexts` for who sees what where, `true_logit` for the click model, and
@@ -763,3 +773,92 @@ def ad_reference_arrays() -> dict[str, np.ndarray]:
         "test_item": test.item,
         "test_y": test.y,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Many feature fields: F multi-hot categorical fields with Zipf-skewed ids (the PICASSO chapter)
+# ---------------------------------------------------------------------------------------------
+
+
+def zipf_probabilities(n_rows: int, exponent: float) -> np.ndarray:
+    """The finite, normalized Zipf law over ranks 1..V: P(r) = r^(−s) / Σ_{j=1..V} j^(−s).
+
+    Exponent s = 0 is uniform; the larger s, the more of the mass the first ranks hold.
+    """
+    if n_rows < 1:
+        raise ValueError(f"n_rows must be >= 1, got {n_rows}")
+    if exponent < 0:
+        raise ValueError(f"exponent must be >= 0, got {exponent}")
+    weights = np.arange(1, n_rows + 1, dtype=np.float64) ** (-exponent)
+    return weights / weights.sum()
+
+
+def zipf_stream(n_rows: int, exponent: float, size: int, generator: np.random.Generator) -> np.ndarray:
+    """`size` ids in 0..V−1 drawn from the finite Zipf law, the rank of each row a random permutation.
+
+    Returns int64 ids; id `order[r − 1]` has rank r, so the hottest row is not row 0.
+    """
+    order = generator.permutation(n_rows)
+    ranks = generator.choice(n_rows, size=size, p=zipf_probabilities(n_rows, exponent))
+    return order[ranks].astype(np.int64)
+
+
+@dataclass(frozen=True)
+class FieldLog:
+    """A click log of F multi-hot categorical fields: ids[n, f, l] is the l-th id of field f in record n.
+
+    `p_true` is the ground truth (for the oracle only); every field has `n_rows` rows.
+    """
+
+    ids: np.ndarray  # (N, F, L) int64 row ids, each in 0..n_rows−1
+    y: np.ndarray  # (N,) click label 0/1
+    p_true: np.ndarray  # (N,) σ(true logit)
+    n_rows: int  # V: rows per field
+
+    def __len__(self) -> int:
+        return int(self.y.size)
+
+    def subset(self, mask: np.ndarray) -> FieldLog:
+        """The records selected by `mask` (a boolean mask, an index array or a slice)."""
+        return FieldLog(ids=self.ids[mask], y=self.y[mask], p_true=self.p_true[mask], n_rows=self.n_rows)
+
+
+def make_field_log(
+    n_records: int,
+    n_fields: int,
+    *,
+    n_rows: int = 1000,
+    ids_per_field: int = 4,
+    zipf: float = 1.1,
+    base_logit: float = -1.5,
+    signal: float = 1.5,
+    seed: int = 0,
+) -> FieldLog:
+    """Draw a click log of `n_fields` multi-hot fields (see "Many feature fields" above). Same seed, same log.
+
+    Each field has `n_rows` rows with Zipf(`zipf`) popularity; a record holds `ids_per_field` ids
+    of every field; logit = β₀ + κ · (1/√F) Σ_f mean_l w_f[id] with β₀ = `base_logit`, κ = `signal`.
+    """
+    for name, value in (("n_records", n_records), ("n_fields", n_fields), ("n_rows", n_rows)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if not isinstance(ids_per_field, int) or ids_per_field < 1:
+        raise ValueError(f"ids_per_field must be an int >= 1, got {ids_per_field!r}")
+    if zipf < 0:
+        raise ValueError(f"zipf must be >= 0, got {zipf}")
+    generator = rng(seed)
+    size = n_records * ids_per_field
+    ids = np.stack([zipf_stream(n_rows, zipf, size, generator) for _ in range(n_fields)], axis=1)
+    ids = ids.reshape(n_records, ids_per_field, n_fields).transpose(0, 2, 1).copy()
+    effect = generator.standard_normal((n_fields, n_rows))
+    # (1/√F) Σ_f (1/L) Σ_l w_f[id_{f,l}]
+    pooled = effect[np.arange(n_fields)[None, :, None], ids].mean(axis=2).sum(axis=1) / np.sqrt(n_fields)
+    p_true = 1.0 / (1.0 + np.exp(-(base_logit + signal * pooled)))
+    y = (generator.random(n_records) < p_true).astype(np.int64)
+    return FieldLog(ids=ids, y=y, p_true=p_true, n_rows=n_rows)
+
+
+def field_reference_arrays() -> dict[str, np.ndarray]:
+    """The PICASSO chapter's default log (50 fields) at seed 0, as the integer arrays its data card fingerprints."""
+    log = make_field_log(8192, 50, seed=0)
+    return {"ids": log.ids, "y": log.y}

@@ -1,0 +1,244 @@
+"""PICASSO: packing, interleaving and caching change no number; hit-rate math; claims over 5 seeds; bad input."""
+
+import numpy as np
+import pytest
+import torch
+
+from toyscale.core.claims import evaluate
+from toyscale.recsys import picasso
+from toyscale.recsys.world import field_reference_arrays, make_field_log, zipf_probabilities, zipf_stream
+
+torch.set_num_threads(1)
+
+
+def _model_and_batch(n_fields=7, n_rows=(30,), seed=0):
+    sizes = [n_rows[f % len(n_rows)] for f in range(n_fields)]
+    torch.manual_seed(seed)
+    model = picasso.WideAndDeep(sizes, dim=4, hidden=8, packed=False)
+    generator = np.random.default_rng(seed)
+    rows = torch.as_tensor(np.stack([generator.integers(0, v, size=(16, 3)) for v in sizes], axis=1))
+    y = torch.as_tensor(generator.integers(0, 2, size=16))
+    return model, rows, y
+
+
+def test_packed_outputs_and_gradients_equal_per_field_bags():
+    # fields of different sizes, so the offsets o_f are not multiples of one V
+    model, rows, y = _model_and_batch(n_rows=(30, 11, 57))
+    packed = picasso.packed_copy(model)
+    assert torch.equal(model(rows), packed(rows))
+    picasso.click_loss(model, rows, y, 16).backward()
+    picasso.click_loss(packed, rows, y, 16).backward()
+    for p, q in zip(model.mlp.parameters(), packed.mlp.parameters(), strict=True):
+        assert torch.equal(p.grad, q.grad)
+    for name in ("deep", "wide"):
+        per_field = torch.cat([bag.weight.grad for bag in getattr(model, name).bags])
+        # the table gradient sums the same terms; torch's dense backward may add them in another order
+        torch.testing.assert_close(per_field, getattr(packed, name).bag.weight.grad, rtol=1e-5, atol=1e-9)
+
+
+def test_packed_gradients_are_bit_identical_with_exact_arithmetic():
+    # integer weights and an integer-weighted loss: every sum is exact, so any order gives the same bits,
+    # and equality checks that each lookup's gradient reaches the same row of the same field
+    sizes = [5, 9, 2, 7]
+    bags = picasso.FieldBags(sizes, dim=3)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for bag in bags.bags:
+            bag.weight.copy_(torch.randint(-8, 8, bag.weight.shape, generator=generator).float())
+    packed = picasso.PackedEmbedding.from_bags(bags)
+    rows = torch.stack([torch.randint(0, v, (32, 4), generator=generator) for v in sizes], dim=1)
+    upstream = torch.randint(-4, 5, (32, 4, 3), generator=generator).float()
+    out_a, out_b = bags(rows), packed(rows)
+    assert torch.equal(out_a, out_b)
+    (out_a * upstream).sum().backward()
+    (out_b * upstream).sum().backward()
+    per_field = torch.cat([bag.weight.grad for bag in bags.bags])
+    assert torch.equal(per_field, packed.bag.weight.grad)
+    assert per_field.abs().sum() > 0
+
+
+def test_packed_rows_by_hand():
+    bags = picasso.FieldBags([2, 3], dim=1)
+    with torch.no_grad():
+        bags.bags[0].weight.copy_(torch.tensor([[1.0], [2.0]]))
+        bags.bags[1].weight.copy_(torch.tensor([[10.0], [20.0], [30.0]]))
+    packed = picasso.PackedEmbedding.from_bags(bags)
+    rows = torch.tensor([[[0, 1], [2, 2]]])  # field 0: ids 0, 1; field 1: id 2 twice
+    assert packed.offsets.tolist() == [0, 2]
+    assert packed.global_rows(rows).tolist() == [[[0, 1], [4, 4]]]
+    assert packed(rows).flatten().tolist() == [3.0, 60.0]
+    assert bags(rows).flatten().tolist() == [3.0, 60.0]
+
+
+def test_benchmark_alternates_and_takes_median_of_paired_ratios():
+    calls = []
+    timing = picasso.benchmark(lambda: calls.append("a"), lambda: calls.append("b"), repeats=4, warmup=1)
+    assert calls == ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a"]
+    assert len(timing.a) == len(timing.b) == 4
+    fixed = picasso.Timing(a=[4.0, 2.0, 9.0], b=[2.0, 2.0, 3.0])
+    assert fixed.ratio == 2.0 and fixed.median_a == 4.0
+
+
+def test_parse_and_hash_is_consistent_and_in_range():
+    log = make_field_log(64, 5, n_rows=20, ids_per_field=3, seed=1)
+    records = picasso.encode_records(log, seed=1)
+    assert len(records.data) == 64 * 5 * 3 * picasso.KEY_BYTES
+    rows = picasso.parse_and_hash(records, 0, 64, 20)
+    assert rows.shape == (64, 5, 3)
+    for f in range(5):
+        local = rows[:, f] - f * 20
+        assert local.min() >= 0 and local.max() < 20
+        # the same id of the same field always hashes to the same row
+        pairs = set(zip(log.ids[:, f].ravel().tolist(), local.ravel().tolist(), strict=True))
+        assert len(pairs) == len(set(log.ids[:, f].ravel().tolist()))
+    # a slice of records parses to the same rows as the whole
+    assert np.array_equal(picasso.parse_and_hash(records, 10, 20, 20), rows[10:20])
+    with pytest.raises(ValueError, match="start"):
+        picasso.parse_and_hash(records, 5, 100, 20)
+
+
+def test_interleaved_training_is_bit_identical_to_serial():
+    log = make_field_log(256, 6, n_rows=25, ids_per_field=2, seed=3)
+    records = picasso.encode_records(log, seed=3)
+    torch.manual_seed(3)
+    initial = picasso.WideAndDeep([25] * 6, dim=4, hidden=8, packed=True)
+    models, timelines = {}, {}
+    for interleave in (False, True):
+        model = picasso.WideAndDeep([25] * 6, dim=4, hidden=8, packed=True)
+        model.load_state_dict(initial.state_dict())
+        timelines[interleave] = picasso.train_pipeline(
+            model, records, log.y, batch_size=64, micro_batches=4, lr=0.05, interleave=interleave, queue_depth=2
+        )
+        models[interleave] = model
+    changed = False
+    for p, q, r in zip(models[False].parameters(), models[True].parameters(), initial.parameters(), strict=True):
+        assert torch.equal(p, q)
+        changed |= not torch.equal(p, r)
+    assert changed, "training moved no parameter"
+    for events in timelines.values():
+        assert sorted(e.micro for e in events if e.stage == "train") == list(range(16))
+        assert sorted(e.micro for e in events if e.stage == "produce") == list(range(16))
+
+
+def test_lru_by_hand():
+    stream = np.array([1, 2, 1, 3, 2, 1, 4, 1])
+    # capacity 2: miss 1, miss 2, hit 1, miss 3 (evict 2), miss 2 (evict 1), miss 1 (evict 3), miss 4, hit 1
+    assert picasso.lru_hits(stream, 2).tolist() == [False, False, True, False, False, False, False, True]
+    assert not picasso.lru_hits(stream, 0).any()
+    # capacity ≥ distinct ids: only first accesses miss
+    assert picasso.lru_hits(stream, 4).sum() == stream.size - 4
+
+
+def test_static_cache_and_zipf_math():
+    p = zipf_probabilities(4, 1.0)
+    assert np.allclose(p, np.array([1, 1 / 2, 1 / 3, 1 / 4]) / (25 / 12))
+    assert picasso.zipf_top_share(4, 1.0, 2) == pytest.approx((1 + 1 / 2) / (25 / 12))
+    assert zipf_probabilities(5, 0.0) == pytest.approx(np.full(5, 0.2))
+    profile = np.array([3, 3, 3, 1, 1, 0])
+    hot = picasso.static_top_k(profile, 5, 2)
+    assert hot.tolist() == [3, 1]
+    assert picasso.static_hits(np.array([3, 0, 1, 4]), hot, 5).tolist() == [True, False, True, False]
+    # a long stream: the measured static hit rate approaches the ideal top-k share
+    stream = zipf_stream(1000, 1.1, 200_000, np.random.default_rng(0))
+    hot = picasso.static_top_k(stream[:100_000], 1000, 20)
+    measured = picasso.static_hits(stream[100_000:], hot, 1000).mean()
+    assert measured == pytest.approx(picasso.zipf_top_share(1000, 1.1, 20), abs=0.01)
+    # LRU never beats the clairvoyant static top-k on an i.i.d. stream by more than noise
+    assert picasso.lru_hits(stream[:50_000], 20)[25_000:].mean() <= measured + 0.01
+
+
+def test_two_tier_training_is_bit_identical_to_one_table():
+    generator = torch.Generator().manual_seed(0)
+    weight = torch.randn(100, 4, generator=generator)
+    ids = torch.as_tensor(zipf_stream(100, 1.2, 64 * 5 * 3, np.random.default_rng(0)).reshape(5, 64, 3))
+    hot = torch.as_tensor(picasso.static_top_k(ids.flatten().numpy(), 100, 10))
+    single, tiers = picasso.SingleTable(weight), picasso.TwoTierEmbedding(weight, hot)
+    assert torch.equal(tiers.merged_weight(), single.weight)
+    target = torch.randn(64, 4, generator=generator)
+    for module in (single, tiers):
+        optimizer = torch.optim.Adam(module.parameters(), lr=0.05)
+        for batch in ids:
+            optimizer.zero_grad()
+            ((module(batch) - target) ** 2).mean().backward()
+            optimizer.step()
+    assert torch.equal(tiers.merged_weight(), single.weight.detach())
+    assert not torch.equal(single.weight.detach(), weight)
+
+
+def test_field_log_is_deterministic_and_zipf_skewed():
+    a, b = make_field_log(500, 4, seed=2), make_field_log(500, 4, seed=2)
+    assert np.array_equal(a.ids, b.ids) and np.array_equal(a.y, b.y)
+    assert a.ids.shape == (500, 4, 4) and a.ids.max() < a.n_rows
+    counts = np.sort(np.bincount(a.ids[:, 0].ravel(), minlength=a.n_rows))[::-1]
+    assert counts[:10].sum() > 0.3 * counts.sum()
+    assert field_reference_arrays()["ids"].shape == (8192, 50, 4)
+
+
+def test_bad_input_raises_value_error_naming_the_argument():
+    with pytest.raises(ValueError, match="rows"):
+        picasso.PackedEmbedding([3, 3], 2)(torch.zeros(2, 3, 1, dtype=torch.long))
+    with pytest.raises(ValueError, match="n_rows"):
+        picasso.FieldBags([], 2)
+    with pytest.raises(ValueError, match="repeats"):
+        picasso.benchmark(lambda: None, lambda: None, repeats=0)
+    with pytest.raises(ValueError, match="capacity"):
+        picasso.lru_hits(np.array([1]), -1)
+    with pytest.raises(ValueError, match="field_counts"):
+        picasso.Config(field_counts=(50, 10))
+    with pytest.raises(ValueError, match="micro_batches"):
+        picasso.Config(batch_size=500, micro_batches=3)
+    with pytest.raises(ValueError, match="cache_fractions"):
+        picasso.Config(headline_fraction=0.5)
+    with pytest.raises(ValueError, match="zipf"):
+        make_field_log(10, 2, zipf=-1.0)
+    with pytest.raises(TypeError, match="config"):
+        picasso.run(config="fast")
+    with pytest.raises(ValueError, match="packed"):
+        picasso.train_pipeline(
+            picasso.WideAndDeep([5], dim=2, hidden=2, packed=False),
+            picasso.encode_records(make_field_log(8, 1, n_rows=5, seed=0), seed=0),
+            np.zeros(8, dtype=np.int64),
+            batch_size=4,
+            micro_batches=2,
+            lr=0.1,
+            interleave=False,
+        )
+
+
+@pytest.fixture(scope="module")
+def fast_results():
+    return [picasso.run(picasso.Config.fast(), seed=s) for s in range(5)]
+
+
+def test_run_is_complete_and_its_exact_parts_deterministic(fast_results):
+    result = fast_results[0]
+    assert result.identical_models
+    assert set(result.metrics) >= {"per_field", "packed", "serial", "interleaved", "cache_static", "cache_lru"}
+    assert len(result.speedup) == len(result.field_counts)
+    again = picasso.measure_caching(picasso.Config.fast(), 0)
+    assert again == result.hit_rate
+
+
+def test_figures_build(fast_results):
+    result = fast_results[0]
+    for fig in (picasso.fig_packing(result), picasso.fig_timeline(result), picasso.fig_hit_rate(result)):
+        assert len(fig.data) >= 2 and fig.layout.title.text
+
+
+def test_claims_over_five_seeds(fast_results):
+    outcomes = evaluate(picasso.CLAIMS, lambda config, seed: fast_results[seed], seeds=range(5))
+    for outcome in outcomes:
+        if outcome.claim.expected:
+            assert outcome.verdict.passed, f"{outcome.claim.id}: {outcome.verdict.detail}"
+
+
+def test_a_broken_cache_fails_its_claim(fast_results):
+    # a "cache" that keeps random rows instead of the hottest ones must fail the hit-rate claim
+    broken = []
+    for result in fast_results:
+        clone = picasso.Result(**{**result.__dict__, "hit_rate": {k: dict(v) for k, v in result.hit_rate.items()}})
+        top = clone.config.skews[-1]
+        clone.hit_rate["static"][top] = list(clone.config.cache_fractions)  # random rows: hit rate ≈ fraction
+        broken.append(clone)
+    claim = next(c for c in picasso.CLAIMS if c.id == "small_cache_serves_most_lookups")
+    assert not claim.check(broken).passed
