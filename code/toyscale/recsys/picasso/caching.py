@@ -1,0 +1,111 @@
+"""Caching: hit rates of a small fast tier under skewed ids, and a two-tier embedding table."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from toyscale.recsys.world import zipf_probabilities
+
+# ---------------------------------------------------------------------------------------------
+# Caching: hit rates of a small fast tier under skewed ids, and a two-tier table
+# ---------------------------------------------------------------------------------------------
+
+
+def lru_hits(stream: np.ndarray, capacity: int) -> np.ndarray:
+    """For every access of `stream`, whether an LRU cache of `capacity` ids held it (True = hit).
+
+    On a miss the id is inserted and, when the cache is full, the least recently used id leaves.
+    """
+    if capacity < 0:
+        raise ValueError(f"capacity must be >= 0, got {capacity}")
+    cache: OrderedDict[int, None] = OrderedDict()
+    hits = np.zeros(stream.size, dtype=bool)
+    for i, key in enumerate(stream.tolist()):
+        if key in cache:
+            hits[i] = True
+            cache.move_to_end(key)
+        elif capacity:
+            cache[key] = None
+            if len(cache) > capacity:
+                cache.popitem(last=False)
+    return hits
+
+
+def static_top_k(profile: np.ndarray, n_rows: int, capacity: int) -> np.ndarray:
+    """A static cache: the `capacity` ids most frequent in the `profile` stream (ties: lower id first)."""
+    if not 0 <= capacity <= n_rows:
+        raise ValueError(f"capacity must be in [0, {n_rows}], got {capacity}")
+    counts = np.bincount(profile, minlength=n_rows)
+    return np.argsort(-counts, kind="stable")[:capacity]
+
+
+def static_hits(stream: np.ndarray, hot: np.ndarray, n_rows: int) -> np.ndarray:
+    """For every access of `stream`, whether it falls in the static cache `hot`."""
+    is_hot = np.zeros(n_rows, dtype=bool)
+    is_hot[hot] = True
+    return is_hot[stream]
+
+
+def zipf_top_share(n_rows: int, exponent: float, capacity: int) -> float:
+    """The best possible hit rate of a cache of `capacity` rows: Σ_{r ≤ k} P(r) of the finite Zipf law."""
+    return float(zipf_probabilities(n_rows, exponent)[:capacity].sum())
+
+
+class TwoTierEmbedding(nn.Module):
+    """An embedding table split into a small hot tier and a large cold tier, pooled by sum.
+
+    tier(i) and slot(i) say where row i lives; a lookup gathers W_hot[slot(i)] for hot ids and
+    W_cold[slot(i)] for the rest, and e_n = Σ_l W_{tier(id_{n,l})}[slot(id_{n,l})]. Each row lives in
+    exactly one tier, so this computes the same numbers as one table (`merged_weight`).
+    """
+
+    def __init__(self, weight: Tensor, hot: Tensor) -> None:
+        super().__init__()
+        n_rows = weight.shape[0]
+        is_hot = torch.zeros(n_rows, dtype=torch.bool, device=weight.device)
+        is_hot[hot] = True
+        if int(is_hot.sum()) != hot.numel():
+            raise ValueError("hot must hold distinct row ids")
+        slot = torch.empty(n_rows, dtype=torch.long, device=weight.device)
+        slot[is_hot] = torch.arange(int(is_hot.sum()), device=weight.device)
+        slot[~is_hot] = torch.arange(int((~is_hot).sum()), device=weight.device)
+        self.register_buffer("is_hot", is_hot)
+        self.register_buffer("slot", slot)
+        self.hot = nn.Parameter(weight.detach()[is_hot].clone())
+        self.cold = nn.Parameter(weight.detach()[~is_hot].clone())
+
+    def forward(self, ids: Tensor) -> Tensor:
+        """Sum-pooled embeddings (N, d) of ids (N, L)."""
+        hot, slot = self.is_hot[ids], self.slot[ids]
+        # the hot tier answers hot ids; a cold lookup of a hot id reads a harmless row and is masked out
+        rows = torch.where(
+            hot[..., None],
+            F.embedding(slot.clamp_max(self.hot.shape[0] - 1), self.hot),
+            F.embedding(slot.clamp_max(self.cold.shape[0] - 1), self.cold),
+        )
+        # e_n = Σ_l W_tier[slot]
+        return rows.sum(dim=1)
+
+    def merged_weight(self) -> Tensor:
+        """The equivalent single table: row i is W_hot[slot(i)] or W_cold[slot(i)]."""
+        merged = torch.empty(self.is_hot.shape[0], self.hot.shape[1], dtype=self.hot.dtype, device=self.hot.device)
+        merged[self.is_hot] = self.hot.detach()
+        merged[~self.is_hot] = self.cold.detach()
+        return merged
+
+
+class SingleTable(nn.Module):
+    """The reference: one table, pooled by sum exactly as TwoTierEmbedding pools (gather, then sum)."""
+
+    def __init__(self, weight: Tensor) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(weight.detach().clone())
+
+    def forward(self, ids: Tensor) -> Tensor:
+        # e_n = Σ_l W[id_{n,l}]
+        return F.embedding(ids, self.weight).sum(dim=1)
