@@ -1,6 +1,7 @@
 """FaPES: the performance model, allocation, the replicas, the simulation's accounting, and the claims."""
 
 import copy
+import itertools
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ def test_statistical_efficiency_and_goodput():
     assert f.statistical_efficiency(512.0, 128, 128) == 1.0
     assert f.statistical_efficiency(512.0, 512, 128) == pytest.approx(640 / 1024)
     e = [f.statistical_efficiency(512.0, m, 128) for m in (128, 256, 512, 1024)]
-    assert all(a > b for a, b in zip(e, e[1:], strict=False))
+    assert all(a > b for a, b in itertools.pairwise(e))
     # goodput = 60 · m / t · E(m)
     assert f.goodput_rate(JOB, 2, 256) == pytest.approx(
         60 * 256 / f.step_time(JOB, 2, 256) * f.statistical_efficiency(512.0, 256, 128)

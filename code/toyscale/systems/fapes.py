@@ -1048,7 +1048,7 @@ def _check_model(results: list[Result]) -> Verdict:
     fitted = [r.metrics["fapes"]["model_error"] for r in results]
     prior = [r.metrics["fapes"]["prior_error"] for r in results]
     return paired(
-        fitted, prior, margin=MODEL_MARGIN, higher_is_better=False, name="held-out step-time error, fitted − prior"
+        fitted, prior, margin=MODEL_MARGIN, higher_is_better=False, name="held-out step-time error, prior − fitted"
     )
 
 
