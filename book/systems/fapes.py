@@ -184,9 +184,10 @@ print(f"one run (5 policies × {len(result.sweep)} loads) in {watch.seconds:.1f}
 assert all(m["completed"] == 1.0 for m in result.metrics.values())
 
 # %% [markdown]
-# Where the GPUs are over the first day. Look at the red line: loaned GPUs appear in the
-# evening and at night and go back before the afternoon peak; the naive policy lends and
-# takes back far more often:
+# Where the GPUs are over the first day. Look at the red line: loaned GPUs are used in the
+# evening, when inference demand falls while the day's jobs have piled up (in the early
+# morning the inference pool idles too, but no job is waiting). FaPES keeps more replicas
+# than the naive policy through the ramp, because it sizes them for the forecast:
 
 # %%
 fapes.fig_gpus_over_day(result).show()

@@ -1162,7 +1162,9 @@ def fig_gpus_over_day(result: Result, arms: tuple[str, ...] = ("static", "loan_n
         fig.update_yaxes(title_text="GPUs", range=[0, c.train_gpus + c.infer_gpus + 1], row=row, col=1)
     fig.update_xaxes(title_text="hour of the first day", row=len(arms), col=1)
     return _theme(
-        fig, "Idle inference GPUs go to training at night and come back before the peak", 200 + 220 * len(arms)
+        fig,
+        "Idle inference GPUs go to training in the evening, as requests fall and jobs pile up",
+        200 + 220 * len(arms),
     )
 
 
