@@ -45,6 +45,7 @@ CHAPTERS: dict[str, Chapter] = {
         Chapter("picasso", "recsys", "PICASSO: packing, interleaving and caching for wide-and-deep training"),
         Chapter("badiff", "genmm", "BADiff: bandwidth-adaptive diffusion with early stopping"),
         Chapter("c4", "systems", "C4: communication-driven fault diagnosis and traffic planning"),
+        Chapter("fapes", "systems", "FaPES: loaning inference GPUs to elastic training"),
     ]
 }
 
