@@ -40,5 +40,6 @@ DATASETS: dict[str, DataSet] = {
     d.name: d
     for d in [
         DataSet("recsys_world", ("jrc",), "toyscale.recsys.world:reference_arrays"),
+        DataSet("llm_corpus", ("glvq",), "toyscale.llm.corpus:reference_arrays"),
     ]
 }
