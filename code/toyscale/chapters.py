@@ -40,6 +40,7 @@ CHAPTERS: dict[str, Chapter] = {
     chapter.name: chapter
     for chapter in [
         Chapter("jrc", "recsys", "JRC: joint optimization of ranking and calibration"),
+        Chapter("glvq", "llm", "GLVQ: grouped lattice vector quantization"),
     ]
 }
 
