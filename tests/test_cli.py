@@ -9,6 +9,8 @@ import pytest
 
 from toyscale.chapters import CHAPTERS, UnknownChapter, get
 from toyscale.cli import main
+from toyscale.core.data import load_arrays
+from toyscale.datasets import ARTIFACTS, Artifact
 
 
 def test_unknown_chapter_exits_2_and_lists_the_chapters(capsys: pytest.CaptureFixture[str]) -> None:
@@ -36,3 +38,17 @@ def test_every_registered_chapter_meets_the_contract(name: str) -> None:
     assert module.CLAIMS and len({c.id for c in module.CLAIMS}) == len(module.CLAIMS)
     with pytest.raises(UnknownChapter):
         get(name + "_nope")
+
+
+def test_data_rebuild_rewrites_a_committed_file_and_rejects_unknown_names(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["data", "--rebuild", "nope"]) == 2
+    assert "unknown artifact 'nope'" in capsys.readouterr().err
+    # a stand-in artifact with a quick maker, written to a temporary path
+    target = tmp_path / "sub" / "tiny.npz"
+    monkeypatch.setitem(ARTIFACTS, "tiny", Artifact("tiny", (), "toyscale.llm.corpus:reference_arrays", str(target)))
+    assert main(["data", "--rebuild", "tiny"]) == 0
+    out = capsys.readouterr().out
+    arrays = load_arrays(target)
+    assert ARTIFACTS["tiny"].fingerprint() in out and set(arrays) >= {"prose_train", "prose_test"}

@@ -1,5 +1,6 @@
 """GLVQ: Babai rounding against brute force, companding, the fit, bit accounting, bad input, claims over 5 seeds."""
 
+import dataclasses
 import math
 
 import pytest
@@ -7,6 +8,8 @@ import torch
 
 from toyscale.core.claims import evaluate
 from toyscale.llm import glvq
+from toyscale.llm.corpus import build_corpus
+from toyscale.llm.tinylm import TinyLMConfig, bits_per_char
 
 torch.set_num_threads(1)
 
@@ -163,8 +166,12 @@ def test_bad_input_raises_value_error_naming_the_argument():
         glvq.Config(bits=(1, 2))
     with pytest.raises(TypeError, match="config"):
         glvq.run(config="fast")
-    with pytest.raises(TypeError, match="config"):
-        glvq.run_cached(config=3)
+    with pytest.raises(ValueError, match="seed"):
+        glvq.run(seed=-1)
+    with pytest.raises(ValueError, match="ablation_bits"):
+        glvq.Config(ablation_bits=(3,))
+    with pytest.raises(TypeError, match="training"):
+        glvq.Config(training=glvq.Config())
 
 
 @pytest.fixture(scope="module")
@@ -174,14 +181,16 @@ def fast_results():
 
 def test_run_is_complete_honest_and_deterministic(fast_results):
     result = fast_results[0]
+    assert result.lm_loaded  # the fast config quantizes the committed model
     assert set(result.metrics) == {"fp", *glvq.LM_ARMS}
     for arm in glvq.LM_ARMS:
-        for bits in result.config.bits:
+        assert {f"bpc@{b}" for b in glvq.arm_bits(result.config, arm)} <= set(result.metrics[arm])
+        for bits in glvq.arm_bits(result.config, arm):
             # the true size includes side information: never below the nominal bits
             assert bits < result.metrics[arm][f"bpw@{bits}"] < bits + 1.0
             assert result.metrics[arm][f"bpc@{bits}"] > result.metrics["fp"]["bpc"] - 0.05
     again = glvq.run(glvq.Config.fast(), seed=0)
-    assert again.metrics == result.metrics
+    assert again.metrics == result.metrics and again.synthetic == result.synthetic
 
 
 def test_figures_build(fast_results):
@@ -202,6 +211,28 @@ def test_a_broken_method_fails_the_headline_claim(fast_results):
     broken = []
     for r in fast_results:
         metrics = {**r.metrics, "glvq": dict(r.metrics["rtn"])}
-        broken.append(glvq.Result(r.config, r.seed, metrics, r.synthetic, r.lattice, r.train_history, r.n_weights, 0.0))
+        broken.append(dataclasses.replace(r, metrics=metrics))
     claim = next(c for c in glvq.CLAIMS if c.id == "beats_rtn_at_2_bits")
     assert not claim.check(broken).passed
+
+
+def test_the_committed_model_is_the_default_training_in_fp16():
+    prose = build_corpus(["prose"], seed=1)["prose"]
+    model, history, loaded = glvq.trained_model(glvq.LMTraining(), prose.train, seed=1)
+    assert loaded and len(history) == glvq.LMTraining().steps // 100
+    assert history[-1] < history[0] - 1.0  # it was trained
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(tensor, tensor.half().float()), f"{name} is not fp16"
+    # trained well beyond a unigram model of the text (about 4.4 bits per character)
+    assert bits_per_char(model, prose.test[:10_000]) < 2.3
+
+
+def test_other_training_settings_train_a_model_instead_of_loading_one():
+    prose = build_corpus(["prose"], seed=0, max_chars=20_000, block_chars=1000)["prose"]
+    tiny = glvq.LMTraining(lm=TinyLMConfig(d_model=16, n_head=2, context=16), steps=5)
+    model, history, loaded = glvq.trained_model(tiny, prose.train, seed=0)
+    assert not loaded and len(history) == 1 and model.config == tiny.lm
+    again, _, _ = glvq.trained_model(tiny, prose.train, seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values(), strict=True))
+    with pytest.raises(ValueError, match="steps"):
+        glvq.LMTraining(steps=0)
