@@ -11,6 +11,8 @@ import pytest
 
 from toyscale.chapters import CHAPTERS, UnknownChapter, get
 from toyscale.cli import main
+from toyscale.core.data import load_arrays
+from toyscale.datasets import ARTIFACTS, Artifact
 
 
 def test_unknown_chapter_exits_2_and_lists_the_chapters(capsys: pytest.CaptureFixture[str]) -> None:
@@ -55,3 +57,17 @@ def test_reproduce_writes_the_scorecard_as_json(tmp_path: Path) -> None:
     assert ids == [c.id for c in get("jrc").load().CLAIMS]
     assert set(scorecard["claims"][0]) == {"chapter", "id", "statement", "expected", "passed", "detail"}
     assert [p.name for p in tmp_path.iterdir()] == ["scorecard.json"]  # no temporary file left
+
+
+def test_data_rebuild_rewrites_a_committed_file_and_rejects_unknown_names(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["data", "--rebuild", "nope"]) == 2
+    assert "unknown artifact 'nope'" in capsys.readouterr().err
+    # a stand-in artifact with a quick maker, written to a temporary path
+    target = tmp_path / "sub" / "tiny.npz"
+    monkeypatch.setitem(ARTIFACTS, "tiny", Artifact("tiny", (), "toyscale.llm.corpus:reference_arrays", str(target)))
+    assert main(["data", "--rebuild", "tiny"]) == 0
+    out = capsys.readouterr().out
+    arrays = load_arrays(target)
+    assert ARTIFACTS["tiny"].fingerprint() in out and set(arrays) >= {"prose_train", "prose_test"}

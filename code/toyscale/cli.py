@@ -1,7 +1,8 @@
 """The command line: `python -m toyscale list | run NAME | reproduce [NAME ...|--all] | bench [NAME ...|--all] | data`.
 
 User errors (an unknown chapter, a bad option) exit with status 2 and a one-line message, never a
-traceback. `reproduce --strict` exits 1 when an expected claim fails.
+traceback. `reproduce --strict` exits 1 when an expected claim fails. `data --rebuild NAME`
+recomputes a committed data file (a trained model) and rewrites it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .chapters import CHAPTERS, Chapter, UnknownChapter, get
 from .core import Table, check_results, claims_table, evaluate, set_threads
 from .core.data import atomic_write_bytes
 from .core.timing import Stopwatch, peak_memory_mb
-from .datasets import DATASETS
+from .datasets import ARTIFACTS, DATASETS
 
 
 class UsageError(Exception):
@@ -117,7 +118,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_data(args: argparse.Namespace) -> int:
+    if args.rebuild is not None:
+        if args.rebuild not in ARTIFACTS:
+            raise UsageError(f"unknown artifact {args.rebuild!r}; the artifacts are: {', '.join(ARTIFACTS)}")
+        artifact = ARTIFACTS[args.rebuild]
+        with Stopwatch() as watch:
+            checksum = artifact.rebuild()
+        print(f"rebuilt {artifact.path} in {watch.seconds:.0f} s; sha256: {checksum}")
+        print("Put this fingerprint in its card in data/README.md.")
+        return 0
     rows = [[d.name, ", ".join(d.chapters), d.fingerprint()] for d in DATASETS.values()]
+    rows += [[f"{a.name} (committed: {a.path})", ", ".join(a.chapters), a.fingerprint()] for a in ARTIFACTS.values()]
     print(Table(["data set", "chapters", "sha256 (see data/README.md)"], rows))
     return 0
 
@@ -158,7 +169,14 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", type=Path, help="also write the measurements as JSON to this path")
     bench.set_defaults(func=cmd_bench)
 
-    data = commands.add_parser("data", help="regenerate every data set and print its fingerprint")
+    data = commands.add_parser(
+        "data", help="regenerate every data set and print its fingerprint (and those of the committed files)"
+    )
+    data.add_argument(
+        "--rebuild",
+        metavar="NAME",
+        help=f"recompute a committed file and rewrite it (slow; one of: {', '.join(ARTIFACTS)})",
+    )
     data.set_defaults(func=cmd_data)
 
     one = commands.add_parser("_bench_one")  # the child process of `bench`

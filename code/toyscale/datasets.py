@@ -5,6 +5,12 @@ SHA-256 (`toyscale.core.array_checksum`) of the arrays the generator returns. `d
 holds a data card per data set with that fingerprint, and a test regenerates each data set and
 compares, so a change to a generator that changes the data cannot land unnoticed.
 `python -m toyscale data` prints the fingerprints.
+
+A few results of long computations (a trained model's weights) are committed instead, as
+*artifacts*: small `.npz` files under data/ written by `core.save_arrays` from a named maker.
+Their cards record the fingerprint of the committed arrays; a test loads each file (which
+verifies its checksum) and compares, without recomputing it.
+`python -m toyscale data --rebuild NAME` runs the maker and rewrites the file.
 """
 
 from __future__ import annotations
@@ -12,10 +18,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from .core.data import array_checksum
+from .core.data import array_checksum, load_arrays, save_arrays
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: code/toyscale/datasets.py → ../..
 
 
 @dataclass(frozen=True)
@@ -28,12 +37,16 @@ class DataSet:
 
     def make(self) -> dict[str, np.ndarray]:
         """Generate the data set's arrays (deterministic)."""
-        module, function = self.maker.split(":")
-        make: Callable[[], dict[str, np.ndarray]] = getattr(importlib.import_module(module), function)
-        return make()
+        return _call(self.maker)
 
     def fingerprint(self) -> str:
         return array_checksum(self.make())
+
+
+def _call(maker: str) -> dict[str, np.ndarray]:
+    module, function = maker.split(":")
+    make: Callable[[], dict[str, np.ndarray]] = getattr(importlib.import_module(module), function)
+    return make()
 
 
 DATASETS: dict[str, DataSet] = {
@@ -46,5 +59,44 @@ DATASETS: dict[str, DataSet] = {
         DataSet("digits", ("badiff", "victor"), "toyscale.genmm.digits:reference_arrays"),
         DataSet("recsys_ads", ("rec4ad",), "toyscale.recsys.world:ad_reference_arrays"),
         DataSet("recsys_fields", ("picasso",), "toyscale.recsys.world:field_reference_arrays"),
+        DataSet("llm_corpus", ("glvq",), "toyscale.llm.corpus:reference_arrays"),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A committed data file: its name, the chapters that use it, its maker and its path under the repository."""
+
+    name: str
+    chapters: tuple[str, ...]
+    maker: str  # module:function returning the arrays (slow: this is why the file is committed)
+    path: str  # relative to the repository root
+
+    @property
+    def file(self) -> Path:
+        return ROOT / self.path
+
+    @property
+    def rebuild_command(self) -> str:
+        return f"python -m toyscale data --rebuild {self.name}"
+
+    def load(self) -> dict[str, np.ndarray]:
+        """The committed arrays, checksum-verified (`core.load_arrays`)."""
+        return load_arrays(self.file, rebuild_hint=self.rebuild_command)
+
+    def fingerprint(self) -> str:
+        """The checksum of the committed arrays (verified on load; nothing is recomputed)."""
+        return array_checksum(self.load())
+
+    def rebuild(self, path: Path | None = None) -> str:
+        """Run the maker and write its arrays to `path` (default: the committed file); return the checksum."""
+        return save_arrays(path or self.file, _call(self.maker))
+
+
+ARTIFACTS: dict[str, Artifact] = {
+    a.name: a
+    for a in [
+        Artifact("glvq_tinylm", ("glvq",), "toyscale.llm.glvq.model:reference_arrays", "data/llm/glvq_tinylm.npz"),
     ]
 }

@@ -1,0 +1,1 @@
+"""Compressing and training language models: the GLVQ, DDK and D-CPT chapters and the pieces they share."""
