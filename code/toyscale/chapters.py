@@ -43,6 +43,7 @@ CHAPTERS: dict[str, Chapter] = {
         Chapter("jrc", "recsys", "JRC: joint optimization of ranking and calibration"),
         Chapter("badiff", "genmm", "BADiff: bandwidth-adaptive diffusion with early stopping"),
         Chapter("c4", "systems", "C4: communication-driven fault diagnosis and traffic planning"),
+        Chapter("fangorn", "systems", "Fangorn: adaptive execution on a mutable job graph"),
     ]
 }
 

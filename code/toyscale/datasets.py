@@ -42,6 +42,7 @@ DATASETS: dict[str, DataSet] = {
         DataSet("recsys_world", ("jrc",), "toyscale.recsys.world:reference_arrays"),
         DataSet("recsys_domains", ("star",), "toyscale.recsys.world:domain_reference_arrays"),
         DataSet("c4_fabric_workload", ("c4",), "toyscale.systems.c4.plan:reference_arrays"),
+        DataSet("fangorn_workloads", ("fangorn",), "toyscale.systems.fangorn.graph:reference_arrays"),
         DataSet("digits", ("badiff", "victor"), "toyscale.genmm.digits:reference_arrays"),
     ]
 }
