@@ -382,6 +382,7 @@ def fig_task_times(
         "reduce task (longest first)",
         "simulated task time (s)",
         barmode="group",
+        hovermode="x",  # a label anywhere above a task, even over the short bars
     )
     cols = plot.colors(list(arms), ADAPTIVE) if ADAPTIVE in arms else plot.colors(list(arms), arms[0])
     for arm in arms:
