@@ -47,6 +47,7 @@ CHAPTERS: dict[str, Chapter] = {
         Chapter("badiff", "genmm", "BADiff: bandwidth-adaptive diffusion with early stopping"),
         Chapter("c4", "systems", "C4: communication-driven fault diagnosis and traffic planning"),
         Chapter("fapes", "systems", "FaPES: loaning inference GPUs to elastic training"),
+        Chapter("fangorn", "systems", "Fangorn: adaptive execution on a mutable job graph"),
     ]
 }
 

@@ -56,6 +56,7 @@ DATASETS: dict[str, DataSet] = {
         DataSet("recsys_domains", ("star",), "toyscale.recsys.world:domain_reference_arrays"),
         DataSet("c4_fabric_workload", ("c4",), "toyscale.systems.c4.plan:reference_arrays"),
         DataSet("fapes_cluster_trace", ("fapes",), "toyscale.systems.fapes:reference_arrays"),
+        DataSet("fangorn_workloads", ("fangorn",), "toyscale.systems.fangorn.graph:reference_arrays"),
         DataSet("digits", ("badiff", "victor"), "toyscale.genmm.digits:reference_arrays"),
         DataSet("recsys_ads", ("rec4ad",), "toyscale.recsys.world:ad_reference_arrays"),
         DataSet("recsys_fields", ("picasso",), "toyscale.recsys.world:field_reference_arrays"),

@@ -1,0 +1,446 @@
+"""The real executor: a job graph over numpy data that plug-ins reshape between stages.
+
+A job is one query over a fact table (int64 `key`, int64 `value`), optionally filtered and
+optionally joined with a dimension table (int64 `key`, int64 `weight`, int64 `flag`):
+
+    SELECT key, SUM(value [* weight]), COUNT(*) FROM fact [JOIN dim USING (key) WHERE dim.flag]
+    [WHERE value < cut] GROUP BY key
+
+It runs as stages of tasks on a thread pool (threads share the arrays; no pickling). Every map
+task hashes its rows into `buckets` fine shuffle buckets and reports rows per bucket; the
+plug-ins read those statistics and decide the next stage's physical shape (how many reduce tasks,
+which buckets each reads, whether a hot bucket is split over subsets of map outputs) and, for the
+join, the logical branch (broadcast or shuffle) from the real size of the filtered dimension
+side. Every plan computes the same exact integer result; `reference_result` computes it on one
+node, and `execute` asserts the match.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+
+# ---------------------------------------------------------------------------------------------
+# Data: workloads
+# ---------------------------------------------------------------------------------------------
+
+WORKLOADS = ("uniform", "zipf hot key", "misestimated filter", "join, small side", "join, large side")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One query's input: the fact table, its filter, and the join side if any.
+
+    cut: rows with value < cut pass the fact filter (None: no filter); estimated_selectivity: what
+    a static optimizer believes the filter (on fact or dim) keeps; dim_*: the dimension table
+    (None: no join), whose rows with flag == 1 take part in the join.
+    """
+
+    name: str
+    key: np.ndarray
+    value: np.ndarray
+    cut: int | None = None
+    estimated_selectivity: float = 1.0
+    dim_key: np.ndarray | None = None
+    dim_weight: np.ndarray | None = None
+    dim_flag: np.ndarray | None = None
+
+    @property
+    def is_join(self) -> bool:
+        return self.dim_key is not None
+
+    def estimated_dim_rows(self) -> int:
+        """The static optimizer's size of the filtered dimension side: raw rows × estimated selectivity."""
+        return 0 if self.dim_key is None else int(len(self.dim_key) * self.estimated_selectivity)
+
+
+def make_workload(name: str, n_rows: int, n_keys: int, *, seed: int) -> Workload:
+    """Generate one of WORKLOADS with `n_rows` fact rows over `n_keys` distinct keys.
+
+    uniform: keys uniform. zipf hot key: P(rank r) ∝ r^-1.3 over the keys (the top key holds about
+    a quarter of the rows), ranks shuffled over key ids. misestimated filter: uniform keys, values
+    uniform in [0, 1000), the filter keeps value < 20 (2 %) where the optimizer assumes 50 %.
+    join, small side: a dimension of n_keys rows of which 1 % are flagged (assumed 50 %).
+    join, large side: flagged 60 % (assumed 50 %: the estimate is about right).
+    """
+    if name not in WORKLOADS:
+        raise ValueError(f"name must be one of {WORKLOADS}, got {name!r}")
+    if n_rows < 1 or n_keys < 1:
+        raise ValueError(f"n_rows and n_keys must be >= 1, got {n_rows}, {n_keys}")
+    rng = np.random.default_rng([seed, WORKLOADS.index(name)])
+    value = rng.integers(0, 1000, n_rows, dtype=np.int64)
+    if name == "zipf hot key":
+        p = np.arange(1, n_keys + 1, dtype=float) ** -1.3
+        ranks = rng.choice(n_keys, size=n_rows, p=p / p.sum())
+        key = rng.permutation(n_keys).astype(np.int64)[ranks]
+    else:
+        key = rng.integers(0, n_keys, n_rows, dtype=np.int64)
+    if name == "misestimated filter":
+        return Workload(name, key, value, cut=20, estimated_selectivity=0.5)
+    if name.startswith("join"):
+        share = 0.01 if name == "join, small side" else 0.6
+        dim_key = rng.permutation(n_keys).astype(np.int64)
+        flag = (rng.random(n_keys) < share).astype(np.int64)
+        weight = rng.integers(1, 10, n_keys, dtype=np.int64)
+        return Workload(name, key, value, None, 0.5, dim_key, weight, flag)
+    return Workload(name, key, value)
+
+
+def reference_result(w: Workload) -> np.ndarray:
+    """The query's answer on one node: rows (key, sum, count) sorted by key, int64."""
+    key, value = w.key, w.value
+    if w.cut is not None:
+        keep = value < w.cut
+        key, value = key[keep], value[keep]
+    if w.is_join:
+        dk = w.dim_key[w.dim_flag == 1]
+        dw = w.dim_weight[w.dim_flag == 1]
+        order = np.argsort(dk)
+        dk, dw = dk[order], dw[order]
+        pos = np.clip(np.searchsorted(dk, key), 0, max(len(dk) - 1, 0))
+        hit = (dk[pos] == key) if len(dk) else np.zeros(len(key), bool)
+        key, value = key[hit], value[hit] * dw[pos[hit]]
+    return aggregate(key, value, np.ones(len(key), np.int64))
+
+
+def aggregate(key: np.ndarray, total: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Group rows by key: (key, Σ total, Σ count) sorted by key, as an (n, 3) int64 array."""
+    if len(key) == 0:
+        return np.zeros((0, 3), np.int64)
+    # sort by key, then sum each run of equal keys (np.add.reduceat over run starts)
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    return np.stack([k[starts], np.add.reduceat(total[order], starts), np.add.reduceat(count[order], starts)], 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks
+# ---------------------------------------------------------------------------------------------
+
+
+def bucket_of(key: np.ndarray, buckets: int) -> np.ndarray:
+    """The shuffle bucket of each key: a multiplicative hash, b = (key · 2654435761 mod 2^32) mod B."""
+    return ((key * 2654435761) & 0xFFFFFFFF) % buckets
+
+
+@dataclass
+class MapOutput:
+    """One map task's shuffle output: its rows sorted by bucket and where each bucket starts."""
+
+    key: np.ndarray
+    value: np.ndarray
+    offsets: np.ndarray  # offsets[b]:offsets[b + 1] are bucket b's rows
+
+    def rows_per_bucket(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+def partition(key: np.ndarray, value: np.ndarray, buckets: int) -> MapOutput:
+    """Hash-partition rows into buckets (sort by bucket id, record the bucket offsets)."""
+    b = bucket_of(key, buckets)
+    # a stable sort of small integers (uint16) is a radix sort: linear in the rows
+    order = np.argsort(b.astype(np.uint16) if buckets <= 65_536 else b, kind="stable")
+    offsets = np.zeros(buckets + 1, np.int64)
+    np.cumsum(np.bincount(b, minlength=buckets), out=offsets[1:])
+    return MapOutput(key[order], value[order], offsets)
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    """A dimension side sent whole to every map task: keys sorted, weights aligned."""
+
+    key: np.ndarray
+    weight: np.ndarray
+
+
+def probe(key: np.ndarray, value: np.ndarray, side: Broadcast) -> tuple[np.ndarray, np.ndarray]:
+    """Join rows with a sorted side: keep rows whose key is in the side, value ← value · weight."""
+    if len(side.key) == 0:
+        return key[:0], value[:0]
+    pos = np.clip(np.searchsorted(side.key, key), 0, len(side.key) - 1)
+    hit = side.key[pos] == key
+    return key[hit], value[hit] * side.weight[pos[hit]]
+
+
+def build(key: np.ndarray, weight: np.ndarray) -> Broadcast:
+    """Build the join's lookup structure: the side sorted by key (what each task that joins pays)."""
+    order = np.argsort(key)
+    return Broadcast(key[order], weight[order])
+
+
+def map_task(key: np.ndarray, value: np.ndarray, cut: int | None, side: tuple | None, buckets: int) -> MapOutput:
+    """Scan a split: filter value < cut, [build and probe the broadcast side], hash-partition."""
+    if cut is not None:
+        keep = value < cut
+        key, value = key[keep], value[keep]
+    if side is not None:
+        key, value = probe(key, value, build(*side))
+    return partition(key, value, buckets)
+
+
+def gather(outputs: list[MapOutput], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of buckets [lo, hi) from the given map outputs."""
+    keys = [o.key[o.offsets[lo] : o.offsets[hi]] for o in outputs]
+    values = [o.value[o.offsets[lo] : o.offsets[hi]] for o in outputs]
+    return np.concatenate(keys), np.concatenate(values)
+
+
+def reduce_task(outputs: list[MapOutput], lo: int, hi: int, side: MapOutput | None) -> np.ndarray:
+    """Aggregate buckets [lo, hi) of the given map outputs; with a shuffled side, join it first."""
+    key, value = gather(outputs, lo, hi)
+    if side is not None:
+        key, value = probe(key, value, build(*gather([side], lo, hi)))
+    return aggregate(key, value, np.ones(len(key), np.int64))
+
+
+# ---------------------------------------------------------------------------------------------
+# The graph and its plug-ins
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Task:
+    """One task as run: the rows it processed per cost kind, and its measured wall time (s)."""
+
+    work: dict[str, int]
+    wall_s: float = 0.0
+    label: str = ""
+
+
+@dataclass
+class Stage:
+    """A vertex of the job graph: a kind of work, its tasks, upstream stages, execution mode."""
+
+    name: str
+    tasks: list[Task]
+    deps: tuple[str, ...] = ()
+    mode: str = "batch"  # 'batch': on-demand resources, persisted shuffle; 'bubble': warm workers
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A policy: the static choices and which plug-ins may change them at run time.
+
+    parallelism: reduce tasks of a static plan (ignored when `coalesce`); join: 'estimate' (the
+    optimizer's choice from the estimated side size), 'broadcast' or 'shuffle'; coalesce: the
+    parallelism plug-in merges small buckets; split_skew: it also splits hot buckets; adaptive_join:
+    the join plug-in picks the branch from the real side size; bubbles: the mode plug-in runs a
+    post-shuffle sub-graph that fits the warm pool on warm workers.
+    """
+
+    name: str
+    parallelism: int = 32
+    join: str = "estimate"
+    coalesce: bool = False
+    split_skew: bool = False
+    adaptive_join: bool = False
+    bubbles: bool = False
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The plug-ins' thresholds, in rows of the real data (the scale model multiplies them).
+
+    buckets: fine shuffle buckets every map task writes; split_rows: fact rows per map split;
+    target_rows: rows a coalesced reduce task aims at; skew_factor: a bucket is hot when it holds
+    more than this × the median bucket and more than target_rows; broadcast_rows: the join
+    plug-in broadcasts a side of at most this many rows; warm_slots: tasks a bubble may hold.
+    """
+
+    buckets: int = 512
+    split_rows: int = 6_250
+    target_rows: int = 6_250
+    skew_factor: float = 4.0
+    broadcast_rows: int = 2_000
+    warm_slots: int = 16
+
+
+def choose_join(plan: Plan, w: Workload, real_dim_rows: int | None, knobs: Knobs) -> str:
+    """The join plug-in: broadcast when the side is small, else shuffle (a conditional branch).
+
+    A static plan decides on the optimizer's estimate before anything runs; the adaptive plan
+    decides on the real row count the dimension scan reported.
+    """
+    if plan.join in ("broadcast", "shuffle"):
+        return plan.join
+    rows = real_dim_rows if (plan.adaptive_join and real_dim_rows is not None) else w.estimated_dim_rows()
+    return "broadcast" if rows <= knobs.broadcast_rows else "shuffle"
+
+
+@dataclass(frozen=True)
+class ReduceSpec:
+    """One reduce task's input: buckets [lo, hi) of the map outputs with the given indices."""
+
+    lo: int
+    hi: int
+    maps: tuple[int, ...]
+
+
+def static_ranges(buckets: int, parallelism: int) -> list[ReduceSpec]:
+    """A static plan's reduce tasks: the buckets cut into `parallelism` equal contiguous ranges."""
+    edges = np.linspace(0, buckets, min(parallelism, buckets) + 1).round().astype(int)
+    return [ReduceSpec(int(a), int(b), ()) for a, b in pairwise(edges)]
+
+
+def adapt_parallelism(rows: np.ndarray, per_map: np.ndarray, knobs: Knobs, split: bool) -> list[ReduceSpec]:
+    """The parallelism plug-in: coalesce small buckets, [split hot ones], from real bucket sizes.
+
+    rows[b]: rows in bucket b over all maps; per_map[m, b]: rows map m wrote to bucket b.
+    Coalescing walks the buckets in order and closes a task once it holds ≥ target_rows.
+    A hot bucket (rows > skew_factor · median and > target) is cut into k = ceil(rows / target)
+    tasks, each reading a contiguous subset of the map outputs (at most one task per map).
+    """
+    specs: list[ReduceSpec] = []
+    median = float(np.median(rows)) if len(rows) else 0.0
+    start, acc = 0, 0
+    for b, r in enumerate(rows):
+        hot = split and r > knobs.skew_factor * max(median, 1.0) and r > knobs.target_rows
+        if hot:
+            if acc > 0 or b > start:
+                specs.append(ReduceSpec(start, b, ()))
+            k = min(int(np.ceil(r / knobs.target_rows)), per_map.shape[0])
+            # cut the maps so that each piece holds about r / k rows of this bucket
+            cum = np.cumsum(per_map[:, b])
+            cuts = np.searchsorted(cum, np.arange(1, k) * r / k, side="right")
+            groups = np.split(np.arange(per_map.shape[0]), np.unique(cuts))
+            specs += [ReduceSpec(b, b + 1, tuple(int(m) for m in g)) for g in groups if len(g)]
+            start, acc = b + 1, 0
+            continue
+        acc += int(r)
+        if acc >= knobs.target_rows:
+            specs.append(ReduceSpec(start, b + 1, ()))
+            start, acc = b + 1, 0
+    if start < len(rows):
+        specs.append(ReduceSpec(start, len(rows), ()))
+    return specs
+
+
+@dataclass
+class Execution:
+    """A job as run: its stages in order, the plug-ins' decisions, the result and the wall time."""
+
+    plan: Plan
+    workload: str
+    stages: list[Stage]
+    decisions: list[str]
+    result: np.ndarray
+    wall_s: float
+
+
+def _run_stage(pool: ThreadPoolExecutor, fns: list) -> tuple[list, list[float]]:
+    """Run one stage's task functions on the pool; return outputs and per-task wall times."""
+
+    def timed(fn):
+        t0 = time.perf_counter()
+        out = fn()
+        return out, time.perf_counter() - t0
+
+    done = list(pool.map(timed, fns))
+    return [d[0] for d in done], [d[1] for d in done]
+
+
+def execute(w: Workload, plan: Plan, knobs: Knobs, pool: ThreadPoolExecutor) -> Execution:
+    """Run the query under `plan` on real data, stage by stage, letting the plug-ins act between.
+
+    Stages: [dim scan] → fact map (→ shuffle) → reduce [→ merge]. Returns the stages with per-task
+    work (rows per cost kind) and wall time, the plug-ins' decisions, and the result, which is
+    asserted equal to `reference_result`.
+    """
+    t_start = time.perf_counter()
+    stages: list[Stage] = []
+    decisions: list[str] = []
+    n = len(w.key)
+    splits = np.array_split(np.arange(n), max(1, int(np.ceil(n / knobs.split_rows))))
+    bounds = [(int(s[0]), int(s[-1]) + 1) for s in splits if len(s)]
+    side_rows = None
+    side_arrays = None
+    if w.is_join:
+        # dimension scan: filter the side and report its real size
+        flag = w.dim_flag == 1
+        side_arrays = (w.dim_key[flag], w.dim_weight[flag])
+        side_rows = int(flag.sum())
+        stages.append(Stage("dim scan", [Task({"map": len(w.dim_key)})]))
+    branch = choose_join(plan, w, side_rows, knobs) if w.is_join else None
+    if w.is_join:
+        source = "real" if plan.adaptive_join and plan.join == "estimate" else "estimated"
+        rows = side_rows if source == "real" else w.estimated_dim_rows()
+        decisions.append(f"join: {branch} ({source} side {rows:,} rows, broadcast ≤ {knobs.broadcast_rows:,})")
+    bcast = side_arrays if branch == "broadcast" else None
+    map_fns = [(lambda a=a, b=b: map_task(w.key[a:b], w.value[a:b], w.cut, bcast, knobs.buckets)) for a, b in bounds]
+    outputs, walls = _run_stage(pool, map_fns)
+    map_tasks = []
+    for (a, b), wall in zip(bounds, walls, strict=True):
+        work = {"map": b - a}
+        if bcast is not None:
+            work["build"] = side_rows
+        map_tasks.append(Task(work, wall))
+    stages.append(Stage("fact map", map_tasks, ("dim scan",) if branch == "broadcast" else ()))
+    side_out = None
+    if branch == "shuffle":
+        side_out = partition(*side_arrays, knobs.buckets)
+        stages.append(Stage("dim shuffle", [Task({"map": side_rows})], ("dim scan",)))
+    # statistics the map stage produced: rows per bucket, per map
+    per_map = np.stack([o.rows_per_bucket() for o in outputs])
+    rows = per_map.sum(axis=0)
+    planned = static_ranges(knobs.buckets, plan.parallelism)
+    if plan.coalesce:
+        specs = adapt_parallelism(rows, per_map, knobs, plan.split_skew)
+        n_split = sum(1 for s in specs if s.maps)
+        decisions.append(
+            f"parallelism: {len(planned)} planned → {len(specs)} reduce tasks ({n_split} from split hot buckets)"
+        )
+    else:
+        specs = planned
+    all_maps = tuple(range(len(outputs)))
+
+    def reduce_fn(spec: ReduceSpec):
+        chosen = [outputs[m] for m in (spec.maps or all_maps)]
+        return reduce_task(chosen, spec.lo, spec.hi, side_out)
+
+    parts, walls = _run_stage(pool, [(lambda s=s: reduce_fn(s)) for s in specs])
+    red_tasks = []
+    for spec, wall in zip(specs, walls, strict=True):
+        maps = spec.maps or all_maps
+        work = {"reduce": int(per_map[list(maps), spec.lo : spec.hi].sum())}
+        if side_out is not None:
+            work["build"] = int(side_out.offsets[spec.hi] - side_out.offsets[spec.lo])
+        red_tasks.append(Task(work, wall, f"buckets {spec.lo}–{spec.hi - 1}" + (" (split)" if spec.maps else "")))
+    deps = ("fact map", "dim shuffle") if branch == "shuffle" else ("fact map",)
+    reduce_stage = Stage("reduce", red_tasks, deps)
+    stages.append(reduce_stage)
+    # merge: a hot bucket's partial aggregates are combined (only when a split happened)
+    split_parts = [p for p, s in zip(parts, specs, strict=True) if s.maps]
+    if split_parts:
+        stages.append(Stage("merge", [Task({"reduce": int(sum(len(p) for p in split_parts))})], ("reduce",)))
+    table = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)
+    result = aggregate(table[:, 0], table[:, 1], table[:, 2]) if len(table) else table
+    # the mode plug-in: run the post-shuffle sub-graph on warm workers when it fits the pool
+    post = [s for s in stages if s.name in ("reduce", "merge")]
+    if plan.bubbles and sum(len(s.tasks) for s in post) <= knobs.warm_slots:
+        for s in post:
+            s.mode = "bubble"
+        decisions.append(
+            f"mode: post-shuffle sub-graph ({sum(len(s.tasks) for s in post)} tasks) → bubble on warm workers"
+        )
+    elif plan.bubbles:
+        decisions.append("mode: post-shuffle sub-graph too large for the warm pool → batch")
+    expected = reference_result(w)
+    if not np.array_equal(result, expected):
+        raise AssertionError(f"plan {plan.name!r} returned a different result on {w.name!r}")
+    return Execution(plan, w.name, stages, decisions, result, time.perf_counter() - t_start)
+
+
+def reference_arrays() -> dict[str, np.ndarray]:
+    """The five workloads at the chapter's default size and seed 0, as the data card fingerprints."""
+    arrays = {}
+    for i, name in enumerate(WORKLOADS):
+        w = make_workload(name, 200_000, 20_000, seed=0)
+        arrays[f"w{i}_key"], arrays[f"w{i}_value"] = w.key, w.value
+        if w.is_join:
+            arrays[f"w{i}_dim"] = np.stack([w.dim_key, w.dim_weight, w.dim_flag])
+    return arrays
