@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from toyscale.core import Claim, Verdict, all_of, at_most, claims_table, evaluate, paired, within
+from toyscale.core import Claim, Verdict, all_of, at_most, claims_table, evaluate, paired, per_seed, within
 
 
 def test_paired_passes_only_with_margin_and_wins() -> None:
@@ -72,3 +72,14 @@ def test_evaluate_runs_each_seed_once_and_builds_the_table() -> None:
     assert table.column("verdict") == ["pass", "not reproduced at toy scale"]
     assert "no online traffic" in str(table) and "<table" in table._repr_html_()
     assert outcomes[1].as_dict()["expected"] is False
+
+
+def test_per_seed_reads_one_metric_per_result_and_names_what_is_missing() -> None:
+    @dataclass
+    class _R:
+        metrics: dict
+
+    results = [_R({"a": {"auc": 0.5}}), _R({"a": {"auc": 0.75}})]
+    assert per_seed(results, "a", "auc") == [0.5, 0.75]
+    with pytest.raises(ValueError, match="'gauc'"):
+        per_seed(results, "a", "gauc")

@@ -1,7 +1,19 @@
 """The parts every chapter shares: seeds, devices, the training loop, metrics, plots, claims, data and timing."""
 
 from . import metrics, plot
-from .claims import Claim, ClaimOutcome, Verdict, all_of, at_most, check_results, claims_table, evaluate, paired, within
+from .claims import (
+    Claim,
+    ClaimOutcome,
+    Verdict,
+    all_of,
+    at_most,
+    check_results,
+    claims_table,
+    evaluate,
+    paired,
+    per_seed,
+    within,
+)
 from .data import DataError, array_checksum, atomic_write_bytes, load_arrays, save_arrays
 from .devices import device, set_threads
 from .progress import progress
@@ -30,6 +42,7 @@ __all__ = [
     "metrics",
     "paired",
     "peak_memory_mb",
+    "per_seed",
     "plot",
     "progress",
     "rng",

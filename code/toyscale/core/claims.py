@@ -84,6 +84,14 @@ class ClaimOutcome:
         }
 
 
+def per_seed(results: Sequence[Any], arm: str, metric: str) -> list[float]:
+    """One value per seed: `result.metrics[arm][metric]` of each result, in seed order."""
+    try:
+        return [float(r.metrics[arm][metric]) for r in results]
+    except KeyError as error:
+        raise ValueError(f"no metric {metric!r} for arm {arm!r} in the results ({error})") from error
+
+
 def paired(
     a: Sequence[float],
     b: Sequence[float],

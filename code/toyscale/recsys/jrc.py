@@ -51,7 +51,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from toyscale.core import device, metrics, plot
-from toyscale.core.claims import Claim, Verdict, all_of, at_most, paired, within
+from toyscale.core.claims import Claim, Verdict, all_of, at_most, paired, per_seed, within
 from toyscale.core.seeding import seed_everything
 from toyscale.core.train import train
 from toyscale.recsys.world import (
@@ -418,23 +418,20 @@ LOG_LOSS_MARGIN = 0.002  # combined − JRC log loss must exceed this on average
 RANKING_MARGIN = 0.005  # JRC − combined GAUC must exceed this for a clear ranking win (about one seed std)
 
 
-def _values(results: Sequence[Result], arm: str, metric: str) -> list[float]:
-    """One value per seed of `metric` for `arm`."""
-    return [r.metrics[arm][metric] for r in results]
-
-
 def _deltas(results: Sequence[Result], a: str, b: str, metric: str) -> list[float]:
     """Per seed, metric(a) − metric(b)."""
-    return [x - y for x, y in zip(_values(results, a, metric), _values(results, b, metric), strict=True)]
+    return [x - y for x, y in zip(per_seed(results, a, metric), per_seed(results, b, metric), strict=True)]
 
 
 def _check_gauc(results: Sequence[Result]) -> Verdict:
-    jrc, pointwise = _values(results, "jrc", "gauc"), _values(results, "pointwise", "gauc")
+    jrc, pointwise = per_seed(results, "jrc", "gauc"), per_seed(results, "pointwise", "gauc")
     return paired(jrc, pointwise, margin=GAUC_MARGIN, name="Δ GAUC (JRC − pointwise)")
 
 
 def _check_calibration_kept(results: Sequence[Result]) -> Verdict:
-    ratio = [j / p for j, p in zip(_values(results, "jrc", "pcoc"), _values(results, "pointwise", "pcoc"), strict=True)]
+    ratio = [
+        j / p for j, p in zip(per_seed(results, "jrc", "pcoc"), per_seed(results, "pointwise", "pcoc"), strict=True)
+    ]
     return all_of(
         at_most(_deltas(results, "jrc", "pointwise", "log_loss"), LOG_LOSS_TOLERANCE, "Δ log loss (JRC − pointwise)"),
         within(ratio, 1 - PCOC_TOLERANCE, 1 + PCOC_TOLERANCE, name="PCOC(JRC) / PCOC(pointwise)"),
@@ -442,22 +439,22 @@ def _check_calibration_kept(results: Sequence[Result]) -> Verdict:
 
 
 def _check_combined_log_loss(results: Sequence[Result]) -> Verdict:
-    jrc, combined = _values(results, "jrc", "log_loss"), _values(results, "combined", "log_loss")
+    jrc, combined = per_seed(results, "jrc", "log_loss"), per_seed(results, "combined", "log_loss")
     return paired(jrc, combined, margin=LOG_LOSS_MARGIN, higher_is_better=False, name="Δ log loss (combined − JRC)")
 
 
 def _check_combined_ece(results: Sequence[Result]) -> Verdict:
-    jrc, combined = _values(results, "jrc", "ece"), _values(results, "combined", "ece")
+    jrc, combined = per_seed(results, "jrc", "ece"), per_seed(results, "combined", "ece")
     return paired(jrc, combined, margin=0.0, higher_is_better=False, name="Δ ECE (combined − JRC)")
 
 
 def _check_auc(results: Sequence[Result]) -> Verdict:
-    jrc, pointwise = _values(results, "jrc", "auc"), _values(results, "pointwise", "auc")
+    jrc, pointwise = per_seed(results, "jrc", "auc"), per_seed(results, "pointwise", "auc")
     return paired(jrc, pointwise, margin=0.0, name="Δ AUC (JRC − pointwise)")
 
 
 def _check_beats_combined(results: Sequence[Result]) -> Verdict:
-    jrc, combined = _values(results, "jrc", "gauc"), _values(results, "combined", "gauc")
+    jrc, combined = per_seed(results, "jrc", "gauc"), per_seed(results, "combined", "gauc")
     return paired(jrc, combined, margin=RANKING_MARGIN, name="Δ GAUC (JRC − combined)")
 
 

@@ -49,7 +49,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from toyscale.core import device, metrics, plot
-from toyscale.core.claims import Claim, Verdict, all_of, paired
+from toyscale.core.claims import Claim, Verdict, all_of, paired, per_seed
 from toyscale.core.seeding import rng, seed_everything
 from toyscale.recsys.world import (
     AD_WORLD,
@@ -450,12 +450,8 @@ PCOC_MARGIN = 0.02  # |PCOC − 1| of the naive mix minus that of Rec4Ad
 IPS_MARGIN = 0.01  # Rec4Ad − IPS unbiased AUC and online RPM / oracle
 
 
-def _values(results: Sequence[Result], arm: str, metric: str) -> list[float]:
-    return [r.metrics[arm][metric] for r in results]
-
-
 def _check_rec_samples_help(results: Sequence[Result]) -> Verdict:
-    mix, ads = _values(results, "mix_domain", "auc"), _values(results, "ads_only", "auc")
+    mix, ads = per_seed(results, "mix_domain", "auc"), per_seed(results, "ads_only", "auc")
     return paired(mix, ads, margin=AUC_MARGIN, name="Δ unbiased AUC (mix + domain − ads only)")
 
 
@@ -476,14 +472,14 @@ def _check_gain_grows(results: Sequence[Result]) -> Verdict:
 def _check_online(results: Sequence[Result]) -> Verdict:
     return all_of(
         paired(
-            _values(results, "rec4ad", "ctr"),
-            _values(results, "ads_only", "ctr"),
+            per_seed(results, "rec4ad", "ctr"),
+            per_seed(results, "ads_only", "ctr"),
             margin=ONLINE_MARGIN,
             name="Δ online CTR / oracle (Rec4Ad − ads only)",
         ),
         paired(
-            _values(results, "rec4ad", "rpm"),
-            _values(results, "ads_only", "rpm"),
+            per_seed(results, "rec4ad", "rpm"),
+            per_seed(results, "ads_only", "rpm"),
             margin=ONLINE_MARGIN,
             name="Δ online RPM / oracle (Rec4Ad − ads only)",
         ),
@@ -492,29 +488,29 @@ def _check_online(results: Sequence[Result]) -> Verdict:
 
 def _check_calibration(results: Sequence[Result]) -> Verdict:
     # mix + domain is the untuned arm that differs from the naive mix by the domain information alone
-    with_domain = [abs(p - 1) for p in _values(results, "mix_domain", "pcoc")]
-    naive = [abs(p - 1) for p in _values(results, "naive_mix", "pcoc")]
+    with_domain = [abs(p - 1) for p in per_seed(results, "mix_domain", "pcoc")]
+    naive = [abs(p - 1) for p in per_seed(results, "naive_mix", "pcoc")]
     return paired(
         with_domain, naive, margin=PCOC_MARGIN, higher_is_better=False, name="|PCOC − 1| (naive mix − mix + domain)"
     )
 
 
 def _check_modules(results: Sequence[Result]) -> Verdict:
-    rec4ad, mix = _values(results, "rec4ad", "rpm"), _values(results, "mix_domain", "rpm")
+    rec4ad, mix = per_seed(results, "rec4ad", "rpm"), per_seed(results, "mix_domain", "rpm")
     return paired(rec4ad, mix, margin=0.0, name="Δ online RPM / oracle (Rec4Ad − mix + domain)")
 
 
 def _check_vs_ips(results: Sequence[Result]) -> Verdict:
     return all_of(
         paired(
-            _values(results, "rec4ad", "auc"),
-            _values(results, "ips", "auc"),
+            per_seed(results, "rec4ad", "auc"),
+            per_seed(results, "ips", "auc"),
             margin=IPS_MARGIN,
             name="Δ AUC (Rec4Ad − IPS)",
         ),
         paired(
-            _values(results, "rec4ad", "rpm"),
-            _values(results, "ips", "rpm"),
+            per_seed(results, "rec4ad", "rpm"),
+            per_seed(results, "ips", "rpm"),
             margin=IPS_MARGIN,
             name="Δ RPM / oracle (Rec4Ad − IPS)",
         ),

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from torch import Tensor, nn
 
 from toyscale.core import device, plot
-from toyscale.core.claims import Claim, Verdict, all_of, at_most, paired, within
+from toyscale.core.claims import Claim, Verdict, all_of, at_most, paired, per_seed, within
 from toyscale.core.seeding import seed_everything
 from toyscale.genmm import digits
 
@@ -385,18 +385,13 @@ RATE_TOLERANCE = 0.25  # mean |achieved − target| bits per pixel allowed for B
 RATE_EXCESS = 0.05  # how much further from the target than the cascade BADiff may land, on average
 
 
-def _values(results: Sequence[Result], arm: str, metric: str) -> list[float]:
-    """One value per seed of `metric` for `arm`, averaged over the target rates."""
-    return [r.metrics[arm][metric] for r in results]
-
-
 def _check_beats_naive(results: Sequence[Result]) -> Verdict:
-    badiff, naive = _values(results, "badiff", "fd"), _values(results, "naive", "fd")
+    badiff, naive = per_seed(results, "badiff", "fd"), per_seed(results, "naive", "fd")
     extra_evals = [
-        b - n for b, n in zip(_values(results, "badiff", "evals"), _values(results, "naive", "evals"), strict=True)
+        b - n for b, n in zip(per_seed(results, "badiff", "evals"), per_seed(results, "naive", "evals"), strict=True)
     ]
     rate_gap = [
-        abs(b - n) for b, n in zip(_values(results, "badiff", "bpp"), _values(results, "naive", "bpp"), strict=True)
+        abs(b - n) for b, n in zip(per_seed(results, "badiff", "bpp"), per_seed(results, "naive", "bpp"), strict=True)
     ]
     return all_of(
         paired(badiff, naive, margin=FD_MARGIN, higher_is_better=False, name="Δ FD (naive − BADiff)"),
@@ -406,19 +401,19 @@ def _check_beats_naive(results: Sequence[Result]) -> Verdict:
 
 
 def _check_fewer_evals(results: Sequence[Result]) -> Verdict:
-    badiff, cascade = _values(results, "badiff", "evals"), _values(results, "cascade", "evals")
+    badiff, cascade = per_seed(results, "badiff", "evals"), per_seed(results, "cascade", "evals")
     return paired(
         badiff, cascade, margin=EVALS_MARGIN, higher_is_better=False, name="Δ evaluations per image (cascade − BADiff)"
     )
 
 
 def _check_vs_cascade(results: Sequence[Result]) -> Verdict:
-    badiff, cascade = _values(results, "badiff", "fd"), _values(results, "cascade", "fd")
+    badiff, cascade = per_seed(results, "badiff", "fd"), per_seed(results, "cascade", "fd")
     return paired(badiff, cascade, margin=0.0, higher_is_better=False, name="Δ FD (cascade − BADiff)")
 
 
 def _check_rate(results: Sequence[Result]) -> Verdict:
-    badiff, cascade = _values(results, "badiff", "rate_gap"), _values(results, "cascade", "rate_gap")
+    badiff, cascade = per_seed(results, "badiff", "rate_gap"), per_seed(results, "cascade", "rate_gap")
     return all_of(
         within(badiff, 0.0, RATE_TOLERANCE, name="BADiff mean |achieved − target| bpp"),
         at_most(

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from toyscale.core import plot
-from toyscale.core.claims import Claim, Verdict, all_of, at_most, paired
+from toyscale.core.claims import Claim, Verdict, all_of, at_most, paired, per_seed
 from toyscale.core.seeding import seed_everything
 from toyscale.llm.corpus import build_corpus
 from toyscale.llm.glvq.lattice import GLVQSettings
@@ -173,18 +173,14 @@ GPTQ_MARGIN = 0.2  # GLVQ must beat GPTQ-style error feedback at 2 bits by this 
 ABLATION_MARGIN = 0.05  # the companding and salience ablations must cost at least this (bpc)
 
 
-def _lm(results: Sequence[Result], arm: str, metric: str) -> list[float]:
-    return [r.metrics[arm][metric] for r in results]
-
-
 def _synth(results: Sequence[Result], kind: str, arm: str, bits: int) -> list[float]:
     return [r.synthetic[kind][arm][r.config.synthetic_bits.index(bits)] for r in results]
 
 
 def _check_rtn(results: Sequence[Result]) -> Verdict:
     return paired(
-        _lm(results, "glvq", "bpc@2"),
-        _lm(results, "rtn", "bpc@2"),
+        per_seed(results, "glvq", "bpc@2"),
+        per_seed(results, "rtn", "bpc@2"),
         margin=RTN_MARGIN,
         higher_is_better=False,
         name="Δ bpc at 2 bits (RTN − GLVQ)",
@@ -193,8 +189,8 @@ def _check_rtn(results: Sequence[Result]) -> Verdict:
 
 def _check_shared(results: Sequence[Result]) -> Verdict:
     return paired(
-        _lm(results, "glvq", "bpc@2"),
-        _lm(results, "glvq_shared", "bpc@2"),
+        per_seed(results, "glvq", "bpc@2"),
+        per_seed(results, "glvq_shared", "bpc@2"),
         margin=SHARED_MARGIN,
         higher_is_better=False,
         name="Δ bpc at 2 bits (shared − per-group)",
@@ -204,19 +200,22 @@ def _check_shared(results: Sequence[Result]) -> Verdict:
 def _check_gap(results: Sequence[Result]) -> Verdict:
     top = max(results[0].config.bits)
     gap = {
-        b: [r - g for r, g in zip(_lm(results, "rtn", f"bpc@{b}"), _lm(results, "glvq", f"bpc@{b}"), strict=True)]
+        b: [
+            r - g
+            for r, g in zip(per_seed(results, "rtn", f"bpc@{b}"), per_seed(results, "glvq", f"bpc@{b}"), strict=True)
+        ]
         for b in (2, top)
     }
-    fp = _lm(results, "fp", "bpc")
+    fp = per_seed(results, "fp", "bpc")
     return all_of(
         paired(gap[2], gap[top], margin=GAP_MARGIN, name=f"gap to RTN at 2 bits − at {top} bits"),
         at_most(
-            [r - f for r, f in zip(_lm(results, "rtn", f"bpc@{top}"), fp, strict=True)],
+            [r - f for r, f in zip(per_seed(results, "rtn", f"bpc@{top}"), fp, strict=True)],
             NEAR_FP,
             f"RTN − FP at {top} bits",
         ),
         at_most(
-            [g - f for g, f in zip(_lm(results, "glvq", f"bpc@{top}"), fp, strict=True)],
+            [g - f for g, f in zip(per_seed(results, "glvq", f"bpc@{top}"), fp, strict=True)],
             NEAR_FP,
             f"GLVQ − FP at {top} bits",
         ),
@@ -251,8 +250,8 @@ def _check_control(results: Sequence[Result]) -> Verdict:
 def _check_ablation(arm: str) -> Callable[[Sequence[Result]], Verdict]:
     def check(results: Sequence[Result]) -> Verdict:
         return paired(
-            _lm(results, "glvq", "bpc@2"),
-            _lm(results, arm, "bpc@2"),
+            per_seed(results, "glvq", "bpc@2"),
+            per_seed(results, arm, "bpc@2"),
             margin=ABLATION_MARGIN,
             higher_is_better=False,
             name=f"Δ bpc at 2 bits ({arm} − GLVQ)",
@@ -263,8 +262,8 @@ def _check_ablation(arm: str) -> Callable[[Sequence[Result]], Verdict]:
 
 def _check_gptq(results: Sequence[Result]) -> Verdict:
     return paired(
-        _lm(results, "glvq", "bpc@2"),
-        _lm(results, "gptq", "bpc@2"),
+        per_seed(results, "glvq", "bpc@2"),
+        per_seed(results, "gptq", "bpc@2"),
         margin=GPTQ_MARGIN,
         higher_is_better=False,
         name="Δ bpc at 2 bits (GPTQ − GLVQ)",

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from torch import Tensor, nn
 
 from toyscale.core import device, metrics, plot
-from toyscale.core.claims import Claim, Verdict, all_of, paired, within
+from toyscale.core.claims import Claim, Verdict, all_of, paired, per_seed, within
 from toyscale.core.seeding import rng, seed_everything
 from toyscale.core.train import train
 from toyscale.recsys.world import MULTI_DOMAIN, DomainLog, WorldConfig, make_domain_log, split_by_context
@@ -301,44 +301,58 @@ MMOE_MARGIN = 0.001  # STAR − MMoE and STAR − shared-bottom, weighted per-do
 FOLD_TOLERANCE = 1e-4  # the folded model's logits may differ from STAR's by float rounding only
 
 
-def _values(results: Sequence[Result], arm: str, metric: str = "auc_weighted") -> list[float]:
-    """One value per seed of `metric` for `arm`."""
-    return [r.metrics[arm][metric] for r in results]
-
-
 def _check_shared(results: Sequence[Result]) -> Verdict:
     return paired(
-        _values(results, "star"), _values(results, "shared"), margin=SHARED_MARGIN, name="Δ AUC (STAR − shared)"
+        per_seed(results, "star", "auc_weighted"),
+        per_seed(results, "shared", "auc_weighted"),
+        margin=SHARED_MARGIN,
+        name="Δ AUC (STAR − shared)",
     )
 
 
 def _check_separate(results: Sequence[Result]) -> Verdict:
     return paired(
-        _values(results, "star"), _values(results, "separate"), margin=SEPARATE_MARGIN, name="Δ AUC (STAR − separate)"
+        per_seed(results, "star", "auc_weighted"),
+        per_seed(results, "separate", "auc_weighted"),
+        margin=SEPARATE_MARGIN,
+        name="Δ AUC (STAR − separate)",
     )
 
 
 def _check_pn(results: Sequence[Result]) -> Verdict:
     return paired(
-        _values(results, "star"), _values(results, "star_bn"), margin=BN_MARGIN, name="Δ AUC (STAR − STAR with BN)"
+        per_seed(results, "star", "auc_weighted"),
+        per_seed(results, "star_bn", "auc_weighted"),
+        margin=BN_MARGIN,
+        name="Δ AUC (STAR − STAR with BN)",
     )
 
 
 def _check_tail(results: Sequence[Result]) -> Verdict:
-    star, separate = _values(results, "star", "auc_smallest"), _values(results, "separate", "auc_smallest")
+    star, separate = per_seed(results, "star", "auc_smallest"), per_seed(results, "separate", "auc_smallest")
     return paired(star, separate, margin=TAIL_MARGIN, name="Δ smallest-domain AUC (STAR − separate)")
 
 
 def _check_multi_task(results: Sequence[Result]) -> Verdict:
-    star = _values(results, "star")
+    star = per_seed(results, "star", "auc_weighted")
     return all_of(
-        paired(star, _values(results, "mmoe"), margin=MMOE_MARGIN, name="Δ AUC (STAR − MMoE)"),
-        paired(star, _values(results, "shared_bottom"), margin=MMOE_MARGIN, name="Δ AUC (STAR − shared-bottom)"),
+        paired(star, per_seed(results, "mmoe", "auc_weighted"), margin=MMOE_MARGIN, name="Δ AUC (STAR − MMoE)"),
+        paired(
+            star,
+            per_seed(results, "shared_bottom", "auc_weighted"),
+            margin=MMOE_MARGIN,
+            name="Δ AUC (STAR − shared-bottom)",
+        ),
     )
 
 
 def _check_aux(results: Sequence[Result]) -> Verdict:
-    return paired(_values(results, "star"), _values(results, "star_no_aux"), margin=0.0, name="Δ AUC (STAR − no aux)")
+    return paired(
+        per_seed(results, "star", "auc_weighted"),
+        per_seed(results, "star_no_aux", "auc_weighted"),
+        margin=0.0,
+        name="Δ AUC (STAR − no aux)",
+    )
 
 
 def _check_serving(results: Sequence[Result]) -> Verdict:

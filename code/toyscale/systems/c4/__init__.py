@@ -52,7 +52,7 @@ import plotly.graph_objects as go
 from torch.distributed.constants import default_pg_timeout
 
 from toyscale.core import plot
-from toyscale.core.claims import Claim, Verdict, all_of, paired, within
+from toyscale.core.claims import Claim, Verdict, all_of, paired, per_seed, within
 from toyscale.core.seeding import seed_everything
 
 from . import diagnose, plan
@@ -347,17 +347,13 @@ ECMP_MARGIN = 0.3  # ECMP's mean step / ideal must exceed the plan's by this (�
 PAPER_C4D_DOWNTIME = 0.0116  # the paper's downtime with C4D
 
 
-def _metric(results: Sequence[Result], arm: str, name: str) -> list[float]:
-    return [r.metrics[arm][name] for r in results]
-
-
 def _check_detector(results: Sequence[Result]) -> Verdict:
     return all_of(
-        within(_metric(results, "c4d", "accuracy"), 1.0, 1.0, "C4D culprit accuracy over the 4 fault kinds"),
-        within(_metric(results, "c4d", "false_alarm"), 0.0, 0.0, "C4D alarm on the healthy job"),
+        within(per_seed(results, "c4d", "accuracy"), 1.0, 1.0, "C4D culprit accuracy over the 4 fault kinds"),
+        within(per_seed(results, "c4d", "false_alarm"), 0.0, 0.0, "C4D alarm on the healthy job"),
         paired(
-            _metric(results, "c4d", "slow_compute_correct"),
-            _metric(results, "slowest_collective", "slow_compute_correct"),
+            per_seed(results, "c4d", "slow_compute_correct"),
+            per_seed(results, "slowest_collective", "slow_compute_correct"),
             margin=DETECTOR_MARGIN,
             name="slow-compute culprit named (C4D − slowest collective)",
         ),
@@ -365,7 +361,7 @@ def _check_detector(results: Sequence[Result]) -> Verdict:
 
 
 def _check_downtime(results: Sequence[Result]) -> Verdict:
-    watchdog, c4d = _metric(results, "watchdog", "downtime"), _metric(results, "c4d", "downtime")
+    watchdog, c4d = per_seed(results, "watchdog", "downtime"), per_seed(results, "c4d", "downtime")
     return all_of(
         paired(c4d, watchdog, margin=DOWNTIME_MARGIN, higher_is_better=False, name="Δ downtime (watchdog − C4D)"),
         within(
@@ -378,14 +374,14 @@ def _check_downtime(results: Sequence[Result]) -> Verdict:
 
 
 def _check_downtime_one_percent(results: Sequence[Result]) -> Verdict:
-    return within(_metric(results, "c4d", "downtime"), 0.0, 2 * PAPER_C4D_DOWNTIME, name="C4D downtime")
+    return within(per_seed(results, "c4d", "downtime"), 0.0, 2 * PAPER_C4D_DOWNTIME, name="C4D downtime")
 
 
 def _check_plan(results: Sequence[Result]) -> Verdict:
-    plan, ecmp = _metric(results, "c4p", "step_ratio"), _metric(results, "ecmp", "step_ratio")
+    plan, ecmp = per_seed(results, "c4p", "step_ratio"), per_seed(results, "ecmp", "step_ratio")
     return all_of(
         within(plan, 1.0, PLAN_TOLERANCE, name="planned step time / ideal"),
-        within(_metric(results, "c4p", "max_planned_load"), 0.0, 1.0, name="planned max link load"),
+        within(per_seed(results, "c4p", "max_planned_load"), 0.0, 1.0, name="planned max link load"),
         paired(plan, ecmp, margin=ECMP_MARGIN, higher_is_better=False, name="Δ step / ideal (ECMP mean − planned)"),
     )
 
