@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from toyscale.core import Claim, Verdict, all_of, at_most, claims_table, evaluate, paired, per_seed, within
+from toyscale.core import Claim, Verdict, all_of, at_most, claims_table, evaluate, paired, per_seed, unmet, within
 
 
 def test_paired_passes_only_with_margin_and_wins() -> None:
@@ -67,7 +67,7 @@ def test_evaluate_runs_each_seed_once_and_builds_the_table() -> None:
     )
     outcomes = evaluate([good, hopeless], _run, seeds=[0, 1, 2], chapter="toy")
     assert [o.status for o in outcomes] == ["pass", "not reproduced at toy scale"]
-    assert not any(o.fails_strict for o in outcomes)
+    assert not any(o.fails_strict for o in outcomes) and unmet(outcomes) == []
     table = claims_table(outcomes)
     assert table.column("verdict") == ["pass", "not reproduced at toy scale"]
     assert "no online traffic" in str(table) and "<table" in table._repr_html_()
@@ -83,3 +83,14 @@ def test_per_seed_reads_one_metric_per_result_and_names_what_is_missing() -> Non
     assert per_seed(results, "a", "auc") == [0.5, 0.75]
     with pytest.raises(ValueError, match="'gauc'"):
         per_seed(results, "a", "gauc")
+
+
+def test_unmet_names_each_expected_claim_that_failed() -> None:
+    too_strict = Claim(
+        "strict",
+        "A beats B by 100%",
+        "score",
+        lambda rs: paired([r.score for r in rs], [r.baseline for r in rs], margin=1.0),
+    )
+    outcomes = evaluate([too_strict], _run, seeds=[0, 1], chapter="toy")
+    assert len(unmet(outcomes)) == 1 and unmet(outcomes)[0].startswith("strict: ")

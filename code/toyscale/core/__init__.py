@@ -12,6 +12,7 @@ from .claims import (
     evaluate,
     paired,
     per_seed,
+    unmet,
     within,
 )
 from .data import DataError, array_checksum, atomic_write_bytes, load_arrays, save_arrays
@@ -50,5 +51,6 @@ __all__ = [
     "seed_everything",
     "set_threads",
     "train",
+    "unmet",
     "within",
 ]

@@ -179,6 +179,14 @@ def check_results(
     return [ClaimOutcome(chapter, claim, claim.check(list(results)), tuple(seeds)) for claim in claims]
 
 
+def unmet(outcomes: Sequence[ClaimOutcome]) -> list[str]:
+    """The expected claims that failed, each as 'id: numbers' (empty when every expected claim holds).
+
+    Tests write `assert not unmet(outcomes), unmet(outcomes)` so a failure names the claim and its numbers.
+    """
+    return [f"{o.claim.id}: {o.verdict.detail}" for o in outcomes if o.fails_strict]
+
+
 def claims_table(outcomes: Sequence[ClaimOutcome]) -> Table:
     """The table every chapter shows: the paper's claim, the toy's numbers, and the verdict."""
     rows = []
