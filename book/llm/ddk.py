@@ -292,8 +292,8 @@ ddk.fig_mixture(result).show()
 ddk.fig_ratios(result).show()
 
 # %% [markdown]
-# The worst domain's validation gap during distillation, as the two DDK arms see it when
-# they update $r$:
+# Every arm is scored on the validation splits every $K$ steps (only the DDK arms act on
+# it). The largest ratio over the domains, as training goes on:
 
 # %%
 ddk.fig_worst_gap(result).show()
