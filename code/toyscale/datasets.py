@@ -60,7 +60,7 @@ DATASETS: dict[str, DataSet] = {
         DataSet("digits", ("badiff", "victor"), "toyscale.genmm.digits:reference_arrays"),
         DataSet("recsys_ads", ("rec4ad",), "toyscale.recsys.world:ad_reference_arrays"),
         DataSet("recsys_fields", ("picasso",), "toyscale.recsys.world:field_reference_arrays"),
-        DataSet("llm_corpus", ("glvq",), "toyscale.llm.corpus:reference_arrays"),
+        DataSet("llm_corpus", ("glvq", "ddk"), "toyscale.llm.corpus:reference_arrays"),
     ]
 }
 
