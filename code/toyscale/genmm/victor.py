@@ -35,6 +35,20 @@ among the 6 orderings of the same three digits; chance is 1/6).
 **What it drops.** Real video, a learned visual backbone, Chinese word segmentation, the
 frame queue (inter-video negatives are the other videos of the batch), the downstream
 fine-tuning tasks, and the scale (a 6-frame video, d = 32, seconds of CPU training).
+
+**The frame-order task in this world.** Any order of three digits is a valid video, so a
+shuffled video alone cannot reveal its permutation; the sentence has to. The task therefore
+asks the sentence's pooled feature to pick the video's true segment order among its six
+orders (contrastively, like Victor's other tasks). It is the only task that shows a model
+reordered videos, the training-image twin of group-6; the claim checks that the skill
+transfers to unseen images and to unimodal retrieval features.
+
+**What it finds.** At equal compute, the order tasks roughly double group-6 accuracy over
+co-occurrence only, on every seed, without the bimodal outcomes an earlier prototype saw (but
+no arm solves group-6 at this budget); sentence order alone, solvable from the order words,
+does not help; queues add nothing to group-6 beside an in-batch term (kept because queue-only
+alignment collapsed in the prototype); and co-occurrence, with twice the steps on alignment,
+retrieves better, so the paper's retrieval gain is not reproduced.
 """
 
 from __future__ import annotations
@@ -403,7 +417,7 @@ def shuffle_caption(triplet: Sequence[int], order: Sequence[int]) -> np.ndarray:
 
 
 def order_loss(logits: Tensor, labels: Tensor) -> Tensor:
-    """MSOM and MFOM: L = −mean log p(π | shuffled input), π the sample's own one of 6 permutations."""
+    """MSOM: L = −mean log p(π | shuffled caption), π each sample's own one of the 6 permutations."""
     return F.cross_entropy(logits, labels)
 
 
@@ -674,8 +688,9 @@ def training_losses(
     """Every proxy-task loss of one step, for the tasks of an arm, and the momentum keys (or None).
 
     The inputs of all tasks go through each encoder as one stacked batch (the caption, its
-    masked copy and its shuffled copy through the text encoder; the video, its shuffled copy and
-    its copy with a masked frame through the video encoder), so a step costs a few large passes.
+    masked copy and its shuffled copy through the text encoder; the video, its six segment orders
+    and its copy with a masked frame through the video encoder), so a step costs a few large
+    passes.
     Permutations and masks are drawn per sample.
     """
     on = next(model.parameters()).device
@@ -954,7 +969,10 @@ CLAIMS = [
     ),
     Claim(
         id="full_victor_raises_group6",
-        statement="The full set of proxy tasks with queue-based alignment (Victor) understands order best.",
+        statement=(
+            "The full Victor (every proxy task and queue-based alignment) understands order where "
+            "co-occurrence does not."
+        ),
         metric="group-6 accuracy on test videos, Victor (all tasks + queues) vs co-occurrence only, equal compute",
         check=lambda results: _check_order_tasks(results, "victor"),
     ),
