@@ -166,8 +166,8 @@ assert abs(leak - 1 / 6) < 1e-12 and order == 1.0 and len(bags) == 1
 #
 # ### The encoders, and a control that cannot see order
 #
-# Text and video encoders are one-layer transformers of width 32 with position embeddings and
-# mean pooling; the cross encoder is one more layer over both. The bag-of-digits control is
+# Text and video encoders are small one-layer transformers with position embeddings and mean
+# pooling; the cross encoder is one more layer over both. The bag-of-digits control is
 # the same model without the video's position embeddings: a transformer without them treats
 # its frames as a set. Play a video backwards and compare the pooled features:
 
@@ -232,7 +232,7 @@ assert losses["same caption ids"] < losses["other caption ids"]
 # of videos; only the losses differ. The order tasks cost more per step, so each arm gets
 # as many steps as buy the compute of the full Victor arm, counted in token-layer passes
 # per sample (a pass with gradients counts 3, a momentum pass 1). The bag control gets a
-# quarter, since its group-6 accuracy is $1/6$ for any weights:
+# share of that (in the caption), since its group-6 accuracy is $1/6$ for any weights:
 
 # %%
 Table(
@@ -246,7 +246,10 @@ Table(
         ]
         for arm in victor.ARMS
     ],
-    caption=f"Default budget: {config.budget_steps} steps of the Victor arm",
+    caption=(
+        f"Default budget: {config.budget_steps} steps of the Victor arm "
+        f"(the bag control: {victor.BAG_SHARE:.0%} of it)"
+    ),
 )
 
 # %% [markdown]
@@ -259,8 +262,8 @@ Table(
 # %% [markdown]
 # ## The experiment
 #
-# `victor.run` trains all five arms and scores each on group-6 (300 test groups) and on
-# text→video retrieval over a gallery of 200 test videos with distinct captions. Five seeds
+# `victor.run` trains all five arms and scores each on group-6 (a few hundred test groups)
+# and on text→video retrieval over a gallery of test videos with distinct captions. Five seeds
 # of the default configuration take longer than this page may, so they are committed as a
 # checked file (`python -m toyscale data --rebuild victor_results` recomputes it). First,
 # proof that the file holds what `run` computes: train seed 0's order-task arm again, here.
@@ -476,7 +479,8 @@ for orders in (1, 6, 24):
 # - Co-occurrence pre-training it compares with: {cite}`sun2019videobert`,
 #   {cite}`luo2020univl`.
 # - Momentum contrast and its queue: {cite}`he2020moco`; InfoNCE: {cite}`oord2018cpc`.
-# - The digits: {cite}`alpaydin1998digits`.
+# - The digits: the UCI optical-recognition set that ships with scikit-learn, cited in
+#   {doc}`badiff`.
 #
 # ```{bibliography}
 # :filter: docname in docnames

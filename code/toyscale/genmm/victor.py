@@ -792,7 +792,8 @@ def train_arm(
     for step in range(steps + 1):
         if step in eval_steps:
             model.eval()
-            curve_compute.append(round(step * config.budget_steps / steps))
+            # compute spent so far, in steps of the Victor arm
+            curve_compute.append(round(step * step_cost(arm) / step_cost("victor")))
             curve_group6.append(group6_accuracy(group6_scores(model, eval_group), eval_group.answer))
             model.train()
         if step == steps:
@@ -1052,13 +1053,18 @@ def fig_examples(result: Result) -> go.Figure:
     return fig
 
 
-def fig_group6_curves(
-    results: Sequence[Result], arms: Sequence[str] = ("cooccur", "order_tasks", "victor")
-) -> go.Figure:
-    """Group-6 accuracy during training, one thin line per seed and arm, against compute."""
+def fig_group6_curves(results: Sequence[Result], arms: Sequence[str] | None = None) -> go.Figure:
+    """Group-6 accuracy during training, one thin line per seed and arm, against compute.
+
+    `arms` defaults to every arm the results hold.
+    """
+    arms = list(results[0].curves) if arms is None else list(arms)
+    unknown = [a for a in arms if a not in results[0].curves]
+    if unknown:
+        raise ValueError(f"arms {unknown} are not in the results; choose from {sorted(results[0].curves)}")
     colors = arm_colors()
     fig = plot.figure(
-        "Group-6 accuracy during training, every seed: which arms learn the order",
+        "With the frame-order task group-6 climbs on every seed; co-occurrence levels off low, the bag stays at chance",
         "compute (steps of the Victor arm with the same token-layer passes)",
         "group-6 accuracy (chance = 1/6)",
     )
@@ -1095,7 +1101,7 @@ def reference_arrays(seeds: Sequence[int] = REFERENCE_SEEDS) -> dict[str, np.nda
     """Run the default configuration for `seeds` and pack what the notebook shows into arrays.
 
     metrics (seeds, arms + oracles, RESULT_METRICS), NaN where a row has no such metric;
-    compute (points,) and group6_curves (seeds, arms, points); the first seed's example videos
+    compute (arms, points) and group6_curves (seeds, arms, points); the first seed's example videos
     (images uint8 (3, 6, 8, 8), triplets (3, 3)); the seeds and the unseen-image fraction.
     """
     config = Config()
@@ -1106,7 +1112,7 @@ def reference_arrays(seeds: Sequence[int] = REFERENCE_SEEDS) -> dict[str, np.nda
         for j, row in enumerate(rows):
             for k, name in enumerate(RESULT_METRICS):
                 metrics[i, j, k] = result.metrics[row].get(name, np.nan)
-    compute = np.array(results[0].curves[config.arms[0]][0], dtype=np.int64)
+    compute = np.array([results[0].curves[arm][0] for arm in config.arms], dtype=np.int64)
     curves = np.array([[result.curves[arm][1] for arm in config.arms] for result in results])
     examples = results[0].examples
     return {
@@ -1134,8 +1140,10 @@ def results_from_arrays(arrays: dict[str, np.ndarray]) -> list[Result]:
             }
             for j, row in enumerate(rows)
         }
-        compute = arrays["compute"].tolist()
-        curves = {arm: (compute, arrays["group6_curves"][i, a].tolist()) for a, arm in enumerate(config.arms)}
+        curves = {
+            arm: (arrays["compute"][a].tolist(), arrays["group6_curves"][i, a].tolist())
+            for a, arm in enumerate(config.arms)
+        }
         examples = [
             {"images": images, "triplet": triplet.tolist(), "caption": caption(triplet)}
             for images, triplet in zip(arrays["example_images"], arrays["example_triplets"], strict=True)
