@@ -287,3 +287,12 @@ def test_a_broken_method_fails_the_claims(fast_results):
     assert not outcomes["order_tasks_raise_group6"].verdict.passed
     assert not outcomes["full_victor_raises_group6"].verdict.passed
     assert not outcomes["bag_of_digits_at_chance"].verdict.passed
+
+
+def test_an_arm_without_the_frame_order_task_fails_the_claim():
+    # a real, trained arm that lacks the frame-order task (sentence order only), from the committed
+    # five seeds of the default configuration, does not pass the order claim
+    results = victor.reference_results()
+    assert [r.seed for r in results] == list(victor.REFERENCE_SEEDS)
+    assert not victor._check_order_tasks(results, "sentence_order").passed
+    assert victor._check_order_tasks(results, "order_tasks").passed
