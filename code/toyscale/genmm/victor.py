@@ -1064,7 +1064,7 @@ def fig_group6_curves(results: Sequence[Result], arms: Sequence[str] | None = No
         raise ValueError(f"arms {unknown} are not in the results; choose from {sorted(results[0].curves)}")
     colors = arm_colors()
     fig = plot.figure(
-        "With the frame-order task group-6 climbs on every seed; co-occurrence levels off low, the bag stays at chance",
+        "Group-6 climbs with the frame-order task; co-occurrence levels off low",
         "compute (steps of the Victor arm with the same token-layer passes)",
         "group-6 accuracy (chance = 1/6)",
     )
@@ -1085,6 +1085,8 @@ def fig_group6_curves(results: Sequence[Result], arms: Sequence[str] | None = No
             )
     fig.add_hline(y=CHANCE, line=dict(color="#999999", dash="dot"), annotation_text="chance")
     fig.update_yaxes(range=[0, 1.02])
+    # room below the axis title for a legend of three rows
+    fig.update_layout(height=540, legend=dict(y=-0.28), margin=dict(b=60))
     return fig
 
 
