@@ -46,6 +46,7 @@ CHAPTERS: dict[str, Chapter] = {
         Chapter("glvq", "llm", "GLVQ: grouped lattice vector quantization"),
         Chapter("ddk", "llm", "DDK: distillation that follows the domains where the student lags"),
         Chapter("badiff", "genmm", "BADiff: bandwidth-adaptive diffusion with early stopping"),
+        Chapter("victor", "genmm", "Victor: video-language pre-training that learns the order of events"),
         Chapter("c4", "systems", "C4: communication-driven fault diagnosis and traffic planning"),
         Chapter("fapes", "systems", "FaPES: loaning inference GPUs to elastic training"),
         Chapter("fangorn", "systems", "Fangorn: adaptive execution on a mutable job graph"),

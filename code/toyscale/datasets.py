@@ -61,6 +61,7 @@ DATASETS: dict[str, DataSet] = {
         DataSet("recsys_ads", ("rec4ad",), "toyscale.recsys.world:ad_reference_arrays"),
         DataSet("recsys_fields", ("picasso",), "toyscale.recsys.world:field_reference_arrays"),
         DataSet("llm_corpus", ("glvq", "ddk"), "toyscale.llm.corpus:reference_arrays"),
+        DataSet("victor_videos", ("victor",), "toyscale.genmm.victor:video_reference_arrays"),
     ]
 }
 
@@ -99,5 +100,8 @@ ARTIFACTS: dict[str, Artifact] = {
     a.name: a
     for a in [
         Artifact("glvq_tinylm", ("glvq",), "toyscale.llm.glvq.model:reference_arrays", "data/llm/glvq_tinylm.npz"),
+        Artifact(
+            "victor_results", ("victor",), "toyscale.genmm.victor:reference_arrays", "data/genmm/victor_results.npz"
+        ),
     ]
 }
