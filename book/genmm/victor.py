@@ -44,6 +44,7 @@ from toyscale.core import (
     Table,
     check_results,
     claims_table,
+    device,
     mean_std,
     set_threads,
 )
@@ -282,7 +283,7 @@ print(
     f"  group-6 {live['group6']:.4f} (committed {stored['group6']:.4f}), "
     f"R@1 {live['r1']:.4f} (committed {stored['r1']:.4f})"
 )
-if victor.device().type == "cpu":
+if device().type == "cpu":
     assert all(np.isclose(live[m], stored[m]) for m in ("group6", "r1", "r5"))
 
 # %% [markdown]
