@@ -44,6 +44,7 @@ CHAPTERS: dict[str, Chapter] = {
         Chapter("rec4ad", "recsys", "Rec4Ad: recommendation samples against sample selection bias"),
         Chapter("picasso", "recsys", "PICASSO: packing, interleaving and caching for wide-and-deep training"),
         Chapter("glvq", "llm", "GLVQ: grouped lattice vector quantization"),
+        Chapter("dcpt", "llm", "D-CPT Law: a scaling law that picks the domain mixture"),
         Chapter("badiff", "genmm", "BADiff: bandwidth-adaptive diffusion with early stopping"),
         Chapter("c4", "systems", "C4: communication-driven fault diagnosis and traffic planning"),
         Chapter("fapes", "systems", "FaPES: loaning inference GPUs to elastic training"),

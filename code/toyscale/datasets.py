@@ -99,5 +99,6 @@ ARTIFACTS: dict[str, Artifact] = {
     a.name: a
     for a in [
         Artifact("glvq_tinylm", ("glvq",), "toyscale.llm.glvq.model:reference_arrays", "data/llm/glvq_tinylm.npz"),
+        Artifact("dcpt_grid", ("dcpt",), "toyscale.llm.dcpt.grid:reference_arrays", "data/llm/dcpt_grid.npz"),
     ]
 }
