@@ -459,7 +459,7 @@ def fig_held_out(result: Result) -> go.Figure:
     """Predicted against measured domain loss on the held-out points of every split, per law."""
     colors = plot.colors(list(ARMS), method="dcpt")
     fig = plot.figure(
-        "Held-out points: the D-CPT Law stays on the diagonal; the baselines stray",
+        "Held-out domain loss, predicted against measured: near the diagonal on every split",
         "measured domain loss (bits/char)",
         "predicted domain loss (bits/char)",
     )
