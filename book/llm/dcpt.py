@@ -273,7 +273,9 @@ Table(
 # %% [markdown]
 # Here is what the law fitted on the three smaller models predicts for the largest one, at
 # every ratio (lines), against what the largest model measured (markers). The domain loss falls
-# faster the more domain text a batch holds, and the law follows that fan of slopes:
+# faster the more domain text a batch holds, and the law follows that fan of slopes. Where it
+# goes wrong is the level at low domain ratios: it under-predicts the loss of a model that sees
+# little or no code, which is most of what its held-out R² on this split loses:
 
 # %%
 dcpt.fig_curves(result, "domain").show()
@@ -291,8 +293,8 @@ print(
 )
 
 # %% [markdown]
-# Every held-out point of every split, predicted against measured. Only the D-CPT Law is shown;
-# click the baselines in the legend to compare. The no-interaction law gives every ratio the
+# Every held-out point of every split (ratios, largest model, later D), predicted against
+# measured. Only the D-CPT Law is shown; click the baselines in the legend to compare. The no-interaction law gives every ratio the
 # same slope in $D$. The per-ratio laws, with five constants for every ratio, follow each
 # measured ratio closely, and can only interpolate between them:
 

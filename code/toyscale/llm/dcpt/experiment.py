@@ -45,6 +45,7 @@ ARM_LABELS = {
     "no_interaction": "no r–D interaction",
     "per_ratio": "per-ratio Chinchilla, interpolated",
 }
+SHORT_LABELS = {"dcpt": "D-CPT", "no_interaction": "no interaction", "per_ratio": "per-ratio"}
 
 
 @dataclass(frozen=True)
@@ -422,7 +423,7 @@ def fig_curves(result: Result, loss: str = "domain") -> go.Figure:
     curves = result.curves
     law = curves[f"law_{loss}"]
     title = {
-        "domain": "The law, fitted on the smaller models, traces the largest model's domain loss at every ratio",
+        "domain": "Fitted on the smaller models, the law follows the largest model's slopes; it misses at low r",
         "general": "The general loss: more domain text costs general loss, which the law only levels out",
     }[loss]
     fig = plot.figure(title, "continual pre-training tokens D (characters, log scale)", f"{loss} loss (bits/char)")
@@ -481,12 +482,13 @@ def fig_held_out(result: Result) -> go.Figure:
                     y=points["predicted"][arm],
                     mode="markers",
                     marker=dict(color=colors[arm], symbol=symbols[split], size=5, opacity=0.7),
-                    name=f"{ARM_LABELS[arm]}, {SPLIT_NAMES[split]} (R² {r2:.2f})",
+                    name=f"{SHORT_LABELS[arm]}, {split} (R² {r2:.2f})",
                     visible=True if arm == "dcpt" else "legendonly",
                 )
             )
     fig.update_xaxes(range=[lo, hi])
     fig.update_yaxes(range=[lo, hi])
+    fig.update_layout(height=640)
     return fig
 
 
@@ -527,6 +529,16 @@ def fig_choice(result: Result) -> go.Figure:
             name=f"general-loss limit (1 + T)·L_g⁰ = {c['limit']:.3f}",
         )
     )
-    fig.add_vline(x=c["chosen"], line=dict(color=plot.METHOD_COLOR, dash="dot"))
-    fig.add_vline(x=c["best"], line=dict(color=plot.BASELINE_COLORS[1], dash="dot"))
+    fig.add_vline(
+        x=c["chosen"],
+        line=dict(color=plot.METHOD_COLOR, dash="dot"),
+        annotation_text="law's choice",
+        annotation_position="top right" if c["chosen"] >= c["best"] else "top left",
+    )
+    fig.add_vline(
+        x=c["best"],
+        line=dict(color=plot.BASELINE_COLORS[1], dash="dot"),
+        annotation_text="grid's best",
+        annotation_position="top left" if c["chosen"] >= c["best"] else "top right",
+    )
     return fig
