@@ -45,6 +45,7 @@ CHAPTERS: dict[str, Chapter] = {
         Chapter("picasso", "recsys", "PICASSO: packing, interleaving and caching for wide-and-deep training"),
         Chapter("glvq", "llm", "GLVQ: grouped lattice vector quantization"),
         Chapter("ddk", "llm", "DDK: distillation that follows the domains where the student lags"),
+        Chapter("dcpt", "llm", "D-CPT Law: a scaling law that picks the domain mixture"),
         Chapter("badiff", "genmm", "BADiff: bandwidth-adaptive diffusion with early stopping"),
         Chapter("victor", "genmm", "Victor: video-language pre-training that learns the order of events"),
         Chapter("c4", "systems", "C4: communication-driven fault diagnosis and traffic planning"),

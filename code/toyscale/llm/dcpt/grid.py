@@ -1,0 +1,298 @@
+"""The grid of continual pre-training runs the D-CPT Law is fitted to, and its committed results.
+
+For every model size N and grid seed: pretrain one TinyLM on the general domain (`pretrain`),
+then, from that one checkpoint, continue training at every mixture ratio r (the share of domain
+text in each batch) with a constant learning rate (`continual_pretrain`), measuring the held-out
+general and domain loss every `eval_every` steps. Each measurement is one point
+(N, D, r, L_general, L_domain), D being the tokens (characters) seen in continual pre-training.
+With the learning rate held constant, the checkpoint after k steps is the model a k-step run
+would give, so one run yields a whole curve of D.
+
+The grid takes minutes, not seconds, so its results are committed: `reference_arrays` makes the
+file `data/llm/dcpt_grid.npz` (data card `dcpt_grid` in data/README.md), rebuilt by
+`python -m toyscale data --rebuild dcpt_grid`; `load_grid` reads and verifies it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from toyscale.core.data import DataError
+from toyscale.core.devices import device
+from toyscale.core.seeding import seed_everything
+from toyscale.core.train import train
+from toyscale.datasets import ARTIFACTS
+from toyscale.llm.corpus import DOMAINS, DomainText, build_corpus
+from toyscale.llm.tinylm import TinyLM, TinyLMConfig, bits_per_char, lm_loss, sample_windows, train_lm
+
+ARTIFACT = "dcpt_grid"  # the data card / `python -m toyscale data --rebuild` name
+RATIOS = tuple(i / 8 for i in range(9))  # domain shares 0, 1/8, ..., 1: exact window counts in a batch of 32
+
+
+@dataclass(frozen=True)
+class GridConfig:
+    """The grid of runs: model sizes, the two domains, pretraining, continual pre-training, evaluation."""
+
+    sizes: tuple[tuple[int, int, int], ...] = ((16, 1, 2), (24, 2, 4), (40, 2, 4), (64, 2, 4))  # (d_model,
+    # n_layer, n_head) of each TinyLM: about 4.6k, 16k, 42k and 104k parameters in Linear layers
+    context: int = 32  # characters per training window (and per evaluation window)
+    general: str = "prose"  # the general domain: English prose, what the model is pretrained on
+    domain: str = "code"  # the target domain of continual pre-training: Python source
+    batch_size: int = 32  # windows per step, in pretraining and in continual pre-training
+    pretrain_steps: int = 1000  # Adam steps of general pretraining, once per size and seed
+    pretrain_lr: float = 3e-3  # its constant learning rate
+    cpt_steps: int = 400  # Adam steps of continual pre-training per ratio
+    cpt_lr: float = 1e-3  # its constant learning rate (constant: checkpoints are like shorter runs)
+    eval_every: int = 25  # steps between measurements of the held-out losses
+    eval_windows: int = 256  # validation windows of each domain the losses are measured on
+    ratios: tuple[float, ...] = RATIOS  # domain ratios r of continual pre-training
+    seeds: tuple[int, ...] = (0, 1)  # grid seeds: model init, batch order and the corpus split
+
+    def __post_init__(self) -> None:
+        if not self.sizes or any(len(s) != 3 for s in self.sizes):
+            raise ValueError(f"sizes must be a non-empty tuple of (d_model, n_layer, n_head), got {self.sizes}")
+        for name in ("context", "batch_size", "pretrain_steps", "cpt_steps", "eval_every", "eval_windows"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.cpt_steps % self.eval_every:
+            raise ValueError(f"cpt_steps ({self.cpt_steps}) must be a multiple of eval_every ({self.eval_every})")
+        if not self.ratios or any(not 0.0 <= r <= 1.0 for r in self.ratios):
+            raise ValueError(f"ratios must be a non-empty tuple of shares in [0, 1], got {self.ratios}")
+        for name in ("general", "domain"):
+            if getattr(self, name) not in DOMAINS:
+                raise ValueError(f"{name} must be one of {sorted(DOMAINS)}, got {getattr(self, name)!r}")
+        if self.general == self.domain:
+            raise ValueError(f"general and domain must differ, both are {self.general!r}")
+        if not self.pretrain_lr > 0 or not self.cpt_lr > 0:
+            raise ValueError(f"learning rates must be > 0, got {self.pretrain_lr}, {self.cpt_lr}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be distinct, got {self.seeds}")
+
+    def lm(self, size: tuple[int, int, int]) -> TinyLMConfig:
+        """The TinyLM of one size."""
+        d_model, n_layer, n_head = size
+        return TinyLMConfig(context=self.context, d_model=d_model, n_layer=n_layer, n_head=n_head)
+
+    @property
+    def n_params(self) -> list[int]:
+        """N of every size: the parameters in Linear layers (`TinyLMConfig.n_params`)."""
+        return [self.lm(s).n_params for s in self.sizes]
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Characters (tokens) seen per step: batch_size · context."""
+        return self.batch_size * self.context
+
+    def key(self) -> str:
+        """The settings as canonical JSON (stored with the committed results)."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def domain_windows(ratio: float, batch_size: int, step: int) -> int:
+    """Domain windows in batch `step`: ⌊r·B·(t+1) + ½⌋ − ⌊r·B·t + ½⌋.
+
+    The running total is r·B·(t+1) rounded, so over any number of steps the domain share of the
+    windows seen is r to within one window, and every batch is deterministic.
+    """
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"ratio must lie in [0, 1], got {ratio}")
+    return math.floor(ratio * batch_size * (step + 1) + 0.5) - math.floor(ratio * batch_size * step + 0.5)
+
+
+def mixture_batch(
+    general: Tensor, domain: Tensor, ratio: float, step: int, batch_size: int, context: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """One batch of the mixture: `domain_windows(...)` random windows of domain text, the rest general."""
+    n_domain = domain_windows(ratio, batch_size, step)
+    parts = []
+    if n_domain:
+        parts.append(sample_windows(domain, n_domain, context, generator))
+    if batch_size - n_domain:
+        parts.append(sample_windows(general, batch_size - n_domain, context, generator))
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+
+def _eval_ids(text: DomainText, grid: GridConfig) -> np.ndarray:
+    """The validation text the losses are measured on: the first eval_windows whole windows."""
+    n = grid.eval_windows * (grid.context + 1)
+    if len(text.val) < n:
+        raise ValueError(f"the {text.name} validation split holds {len(text.val)} ids, fewer than {n}")
+    return text.val[:n]
+
+
+def grid_corpus(grid: GridConfig, seed: int) -> dict[str, DomainText]:
+    """The general and domain text of grid seed `seed` (the seed also draws the train/val split)."""
+    return build_corpus([grid.general, grid.domain], seed=seed)
+
+
+def pretrain(grid: GridConfig, size: tuple[int, int, int], corpus: dict[str, DomainText], seed: int) -> TinyLM:
+    """The general model of one size: `pretrain_steps` of Adam on the general domain alone."""
+    model, _ = train_lm(
+        grid.lm(size),
+        corpus[grid.general].train,
+        steps=grid.pretrain_steps,
+        batch_size=grid.batch_size,
+        lr=grid.pretrain_lr,
+        seed=seed,
+        log_every=grid.pretrain_steps,
+    )
+    return model
+
+
+def continual_pretrain(
+    grid: GridConfig,
+    general_model: TinyLM,
+    corpus: dict[str, DomainText],
+    ratio: float,
+    *,
+    seed: int,
+    steps: int | None = None,
+) -> np.ndarray:
+    """Continue training a copy of `general_model` on the mixture with domain ratio `ratio`.
+
+    A fresh Adam at the constant rate `cpt_lr`; every `eval_every` steps the held-out losses are
+    measured. Returns an array of shape (steps / eval_every, 3): D (tokens seen), L_general and
+    L_domain (bits per character on the validation splits). `steps` (default `cpt_steps`) lets a
+    test rerun the start of a run.
+    """
+    steps = grid.cpt_steps if steps is None else steps
+    if not isinstance(steps, int) or steps < 1 or steps % grid.eval_every:
+        raise ValueError(f"steps must be a positive multiple of eval_every = {grid.eval_every}, got {steps!r}")
+    on = device()
+    model = TinyLM(general_model.config).to(on)
+    model.load_state_dict(general_model.state_dict())
+    general = torch.as_tensor(corpus[grid.general].train).long().to(on)
+    domain = torch.as_tensor(corpus[grid.domain].train).long().to(on)
+    eval_general, eval_domain = _eval_ids(corpus[grid.general], grid), _eval_ids(corpus[grid.domain], grid)
+    generator = torch.Generator().manual_seed(seed)
+    points: list[tuple[float, float, float]] = []
+
+    def measure(step: int) -> None:
+        # D = steps · batch_size · context characters of continual pre-training
+        tokens = step * grid.tokens_per_step
+        points.append((tokens, bits_per_char(model, eval_general), bits_per_char(model, eval_domain)))
+
+    def batches(chunk: int) -> Iterator[tuple[Tensor, Tensor]]:
+        # core.train calls this at the start of every chunk of eval_every steps: measure first
+        if chunk > 0:
+            measure(chunk * grid.eval_every)
+        for i in range(grid.eval_every):
+            step = chunk * grid.eval_every + i
+            yield mixture_batch(general, domain, ratio, step, grid.batch_size, grid.context, generator)
+
+    seed_everything(seed)
+    train(model, lm_loss, batches, epochs=steps // grid.eval_every, lr=grid.cpt_lr, desc=f"CPT r={ratio:g}")
+    measure(steps)
+    return np.asarray(points, dtype=np.float64)
+
+
+def _run_seed(grid: GridConfig, seed: int) -> dict[str, np.ndarray]:
+    """Every size and ratio for one grid seed, as flat columns (one row per measurement)."""
+    corpus = grid_corpus(grid, seed)
+    columns: dict[str, list] = {k: [] for k in ("N", "D", "r", "L_general", "L_domain", "size", "step")}
+    start: dict[str, list] = {"N": [], "L_general": [], "L_domain": []}
+    for size_index, size in enumerate(grid.sizes):
+        model = pretrain(grid, size, corpus, seed)
+        n_params = grid.lm(size).n_params
+        start["N"].append(n_params)
+        start["L_general"].append(bits_per_char(model, _eval_ids(corpus[grid.general], grid)))
+        start["L_domain"].append(bits_per_char(model, _eval_ids(corpus[grid.domain], grid)))
+        for ratio_index, ratio in enumerate(grid.ratios):
+            # one batch stream per (seed, size, ratio)
+            stream = seed * 10_000 + size_index * 100 + ratio_index
+            points = continual_pretrain(grid, model, corpus, ratio, seed=stream)
+            for k, (tokens, l_general, l_domain) in enumerate(points):
+                columns["N"].append(n_params)
+                columns["D"].append(tokens)
+                columns["r"].append(ratio)
+                columns["L_general"].append(l_general)
+                columns["L_domain"].append(l_domain)
+                columns["size"].append(size_index)
+                columns["step"].append((k + 1) * grid.eval_every)
+    out = {f"s{seed}/{k}": np.asarray(v) for k, v in columns.items()}
+    out.update({f"s{seed}/start_{k}": np.asarray(v) for k, v in start.items()})
+    return out
+
+
+def reference_arrays(grid: GridConfig | None = None) -> dict[str, np.ndarray]:
+    """The committed file's arrays: the whole grid for every seed of `grid` (default `GridConfig()`).
+
+    Per seed s: columns `s<s>/N`, `D`, `r`, `L_general`, `L_domain`, `size`, `step` (one row per
+    measurement) and `s<s>/start_N`, `start_L_general`, `start_L_domain` (the general model of
+    each size before continual pre-training); `grid` holds `GridConfig.key()`.
+    """
+    grid = grid or GridConfig()
+    out: dict[str, np.ndarray] = {"grid": np.frombuffer(grid.key().encode(), dtype=np.uint8)}
+    for seed in grid.seeds:
+        out.update(_run_seed(grid, seed))
+    return out
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The grid's measurements for one seed: one entry per (size, ratio, checkpoint).
+
+    N, D, r: model size (parameters), continual pre-training tokens, domain ratio; L_general and
+    L_domain: held-out bits per character; size: the size's index; start_*: per size, the general
+    model before continual pre-training.
+    """
+
+    config: GridConfig
+    seed: int
+    N: np.ndarray
+    D: np.ndarray
+    r: np.ndarray
+    L_general: np.ndarray
+    L_domain: np.ndarray
+    size: np.ndarray
+    step: np.ndarray
+    start_N: np.ndarray
+    start_L_general: np.ndarray
+    start_L_domain: np.ndarray
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.N)
+
+    def select(self, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The columns N, D, r, L_general, L_domain of the rows where `mask` holds."""
+        return {k: getattr(self, k)[mask] for k in ("N", "D", "r", "L_general", "L_domain", "size", "step")}
+
+
+_loaded: dict[str, dict[str, np.ndarray]] = {}
+
+
+def _committed() -> dict[str, np.ndarray]:
+    """The committed arrays, loaded and checksum-verified once per process."""
+    if ARTIFACT not in _loaded:
+        _loaded[ARTIFACT] = ARTIFACTS[ARTIFACT].load()
+    return _loaded[ARTIFACT]
+
+
+def load_grid(seed: int = 0, grid: GridConfig | None = None) -> Grid:
+    """The committed grid of seed `seed`, checksum-verified; `grid` must be the settings it was made with."""
+    grid = grid or GridConfig()
+    if not isinstance(grid, GridConfig):
+        raise TypeError(f"grid must be a GridConfig, got {type(grid).__name__}")
+    if seed not in grid.seeds:
+        raise ValueError(f"seed must be one of the grid's seeds {grid.seeds}, got {seed!r}")
+    arrays = _committed()
+    rebuild = ARTIFACTS[ARTIFACT].rebuild_command
+    if bytes(arrays["grid"]).decode() != grid.key():
+        raise DataError(
+            f"{ARTIFACTS[ARTIFACT].path} was made with other grid settings than {grid}; rebuild it with: {rebuild}"
+        )
+    prefix = f"s{seed}/"
+    return Grid(
+        config=grid,
+        seed=seed,
+        **{k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)},
+    )

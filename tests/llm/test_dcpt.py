@@ -1,0 +1,312 @@
+"""D-CPT Law: the mixture, the law and its hand-written gradient, the fit on a known law, the choice of
+ratio, the committed grid (and a slice of it rerun), bad input, and the claims over 5 seeds."""
+
+import dataclasses
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from toyscale.core.claims import check_results
+from toyscale.core.data import DataError
+from toyscale.llm import dcpt
+from toyscale.llm.dcpt import grid as grid_module
+from toyscale.llm.dcpt import law as law_module
+
+torch.set_num_threads(1)
+
+KNOWN = dict(E=1.2, A=40.0, alpha=0.35, B=8.0, beta=0.3, eta=0.3, C=0.6, gamma=0.3, eps=0.1)
+SIZES = np.array([4608.0, 16128.0, 42240.0, 104448.0])
+TOKENS = np.arange(1, 17) * 25_600.0
+REGENERATION_TOLERANCE = 1e-3  # bits per character: the rerun slice against the committed grid
+
+
+def _known_points(noise: float = 0.005, seed: int = 0) -> dict[str, np.ndarray]:
+    N, D, r = (a.ravel() for a in np.meshgrid(SIZES, TOKENS, np.asarray(dcpt.RATIOS), indexing="ij"))
+    L = dcpt.dcpt_law(N, D, r, KNOWN)
+    noisy = L * np.exp(np.random.default_rng(seed).normal(0.0, noise, L.shape))
+    return {"N": N, "D": D, "r": r, "L": noisy, "L_true": L}
+
+
+# --- the mixture ---------------------------------------------------------------------------------
+
+
+def test_domain_windows_add_up_to_the_ratio():
+    for ratio in (0.0, 0.125, 0.3, 0.5, 1.0):
+        counts = [dcpt.domain_windows(ratio, 32, t) for t in range(400)]
+        assert all(0 <= c <= 32 for c in counts)
+        # the running total is r·B·steps rounded: the share is r to within one window
+        assert abs(sum(counts) - ratio * 32 * 400) <= 0.5
+    assert [dcpt.domain_windows(0.125, 32, t) for t in range(3)] == [4, 4, 4]
+    with pytest.raises(ValueError, match="ratio"):
+        dcpt.domain_windows(1.5, 32, 0)
+
+
+def test_mixture_batch_takes_its_domain_share_from_the_domain_text():
+    general, domain = torch.full((500,), 7), torch.full((500,), 5)
+    X, y = dcpt.mixture_batch(general, domain, 0.25, 0, 32, 16, torch.Generator().manual_seed(0))
+    assert X.shape == y.shape == (32, 16)
+    assert int((X[:, 0] == 5).sum()) == 8 and int((X[:, 0] == 7).sum()) == 24
+
+
+# --- the law -------------------------------------------------------------------------------------
+
+
+def test_the_law_on_a_hand_computed_case():
+    params = dict(E=1.0, A=2.0, alpha=1.0, B=3.0, beta=1.0, eta=1.0, C=0.5, gamma=1.0, eps=0.5)
+    # 1 + 2/2 + 3·0.5/3 + 0.5/(0.5 + 0.5) = 3;  at r = 0: 1 + 1 + 0 + 0.5/0.5 = 3
+    np.testing.assert_allclose(dcpt.dcpt_law([2.0, 2.0], [3.0, 3.0], [0.5, 0.0], params), [3.0, 3.0])
+    # the no-interaction form drops r^η: 1 + 1 + 3/3 + 0.5
+    no_r = {k: v for k, v in params.items() if k != "eta"}
+    np.testing.assert_allclose(dcpt.predict("no_interaction", no_r, 2.0, 3.0, 0.5), [3.5])
+    np.testing.assert_allclose(
+        dcpt.predict("chinchilla", dict(E=1.0, A=2.0, alpha=1.0, B=3.0, beta=1.0), 2, 3, 1), [3.0]
+    )
+
+
+def test_the_domain_loss_falls_with_r_and_d_and_n_under_a_typical_law():
+    L = dcpt.dcpt_law(1e4, 1e5, np.linspace(0, 1, 11), KNOWN)
+    assert L[0] > L[-1]
+    assert dcpt.dcpt_law(1e4, 2e5, 0.5, KNOWN) < dcpt.dcpt_law(1e4, 1e5, 0.5, KNOWN)
+    assert dcpt.dcpt_law(2e4, 1e5, 0.5, KNOWN) < dcpt.dcpt_law(1e4, 1e5, 0.5, KNOWN)
+
+
+@pytest.mark.parametrize("form", list(dcpt.FORMS))
+def test_the_hand_written_gradient_equals_autograd(form):
+    points = _known_points()
+    names = dcpt.FORMS[form]
+    N, D, r, L = (torch.as_tensor(points[k], dtype=torch.float64) for k in ("N", "D", "r", "L"))
+    N, D = N / 2e4, D / 1e5
+    group = torch.arange(len(N)) % 3  # three independent parameter vectors at once
+    generator = np.random.default_rng(1)
+    theta = torch.tensor(
+        [[generator.uniform(*law_module.START_BOX[n]) for n in names] for _ in range(3)],
+        dtype=torch.float64,
+        requires_grad=True,
+    )
+    for delta in (1e-3, 1.0):  # the linear and the quadratic regime of Huber
+        value, gradient, _ = dcpt.objective_and_gradient(form, theta, N, D, r, L, delta=delta, group=group)
+        L_hat, _ = dcpt.law_and_jacobian(form, theta, N, D, r, group)
+        counts = torch.bincount(group).double()
+        autograd_value = (dcpt.huber(torch.log(L_hat) - torch.log(L), delta) / counts[group]).sum()
+        (expected,) = torch.autograd.grad(autograd_value, theta)
+        torch.testing.assert_close(value, autograd_value.detach())
+        torch.testing.assert_close(gradient, expected, rtol=1e-9, atol=1e-14)
+
+
+def test_the_fit_recovers_a_known_laws_predictions_on_a_held_out_model():
+    points = _known_points()
+    train = points["N"] < SIZES.max()
+    fitted = dcpt.fit_law({k: points[k][train] for k in ("N", "D", "r", "L")}, starts=4)
+    predicted = fitted.predict(points["N"][~train], points["D"][~train], points["r"][~train])
+    truth = points["L_true"][~train]
+    # the constants are not identifiable; the predictions are
+    assert dcpt.r_squared(truth, predicted) > 0.98
+    assert float(np.max(np.abs(predicted / truth - 1))) < 0.02
+    assert all(v > 0 for v in fitted.params.values())
+
+
+def test_the_no_interaction_form_cannot_follow_ratio_dependent_slopes():
+    points = _known_points(noise=0.0)
+    subset = {k: points[k] for k in ("N", "D", "r", "L")}
+    full = dcpt.fit_law(subset, form="dcpt", starts=4)
+    plain = dcpt.fit_law(subset, form="no_interaction", starts=4)
+    assert full.objective < plain.objective / 5
+
+
+def test_fits_are_deterministic_in_their_seed():
+    points = {k: v for k, v in _known_points().items() if k != "L_true"}
+    a = dcpt.fit_law(points, starts=2, seed=3, max_iter=30)
+    b = dcpt.fit_law(points, starts=2, seed=3, max_iter=30)
+    assert a.params == b.params and a.objective == b.objective
+
+
+def test_per_ratio_fits_interpolate_linearly_between_ratios():
+    low = dcpt.Law("chinchilla", dict(E=1.0, A=1e-9, alpha=1.0, B=1e-9, beta=1.0), 0.0)
+    high = dcpt.Law("chinchilla", dict(E=3.0, A=1e-9, alpha=1.0, B=1e-9, beta=1.0), 0.0)
+    per_ratio = dcpt.PerRatioLaw({0.0: low, 0.5: high})
+    np.testing.assert_allclose(per_ratio.predict(1e4, 1e5, [0.0, 0.25, 0.5, 0.9]), [1.0, 2.0, 3.0, 3.0], rtol=1e-6)
+    points = {k: v for k, v in _known_points().items() if k != "L_true"}
+    fitted = dcpt.fit_per_ratio(points, starts=2, max_iter=40)
+    assert sorted(fitted.laws) == list(dcpt.RATIOS)
+
+
+def test_r_squared_identities():
+    y = np.array([1.0, 2.0, 3.0, 4.0])
+    assert dcpt.r_squared(y, y) == 1.0
+    assert dcpt.r_squared(y, np.full(4, y.mean())) == pytest.approx(0.0)
+    assert dcpt.r_squared(y, y + 1.0) == pytest.approx(1 - 4 / 5)
+    with pytest.raises(ValueError, match="constant"):
+        dcpt.r_squared(np.ones(3), np.ones(3))
+
+
+def test_choose_ratio_takes_the_best_feasible_ratio():
+    # general loss rises with the domain ratio (falls with the general ratio); domain loss falls with r
+    general = dcpt.Law("chinchilla", dict(E=2.0, A=1e-9, alpha=1.0, B=1e-9, beta=1.0), 0.0)
+
+    class Linear:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+        def predict(self, N, D, r):
+            return self.a + self.b * np.asarray(r, dtype=float)
+
+    ratios = np.asarray(dcpt.RATIOS)
+    # general = 3 − (1 − r_d) = 2 + r_d; limit (1 + 0.2)·2 = 2.4 → r_d ≤ 0.4 → 0.375
+    choice = dcpt.choose_ratio(Linear(3.0, -1.0), Linear(2.0, -1.0), 1e4, 1e5, 2.0, 0.2, ratios)
+    assert choice.ratio == 0.375 and choice.feasible
+    assert choice.general_loss == pytest.approx(2.375) and choice.domain_loss == pytest.approx(1.625)
+    # nothing feasible: the ratio with the lowest general loss, flagged
+    choice = dcpt.choose_ratio(Linear(3.0, -1.0), Linear(2.0, -1.0), 1e4, 1e5, 1.0, 0.0, ratios)
+    assert choice.ratio == 0.0 and not choice.feasible
+    assert dcpt.choose_ratio(general, Linear(2.0, -1.0), 1e4, 1e5, 2.1, 0.0, ratios).ratio == 1.0
+    # scarce domain data: L(D_dom / r, r) with a law that rewards both r and D
+    limited = dcpt.choose_ratio_limited(dcpt.Law("dcpt", KNOWN, 0.0), 1e4, 5e4, 4e5, ratios)
+    assert limited.ratio in ratios and limited.ratio >= 5e4 / 4e5
+
+
+# --- the committed grid ----------------------------------------------------------------------------
+
+
+def test_the_committed_grid_has_every_run_and_shows_the_trade_off():
+    config = dcpt.GridConfig()
+    checkpoints = config.cpt_steps // config.eval_every
+    for seed in config.seeds:
+        grid = dcpt.load_grid(seed)
+        assert len(grid) == len(config.sizes) * len(config.ratios) * checkpoints
+        assert sorted(set(grid.N.tolist())) == sorted(config.n_params)
+        assert np.all((grid.L_domain > 0.5) & (grid.L_domain < 7) & (grid.L_general > 0.5) & (grid.L_general < 7))
+        last = np.equal(grid.N, grid.N.max()) & np.equal(grid.D, grid.D.max())
+        order = np.argsort(grid.r[last])
+        domain, general = grid.L_domain[last][order], grid.L_general[last][order]
+        # more domain text: lower domain loss, higher general loss (pure domain against pure general)
+        assert domain[-1] < domain[0] - 0.3 and general[-1] > general[0] + 0.2
+        # bigger models are better at the start
+        assert np.all(np.diff(grid.start_L_general[np.argsort(grid.start_N)]) < 0)
+
+
+def test_a_slice_of_the_grid_reruns_to_the_committed_numbers():
+    config = dcpt.GridConfig()
+    seed, size_index, ratio_index = 0, 0, 4  # the smallest model, r = 0.5
+    corpus = dcpt.grid_corpus(config, seed)
+    model = dcpt.pretrain(config, config.sizes[size_index], corpus, seed)
+    steps = 2 * config.eval_every
+    stream = seed * 10_000 + size_index * 100 + ratio_index  # as grid_module._run_seed numbers it
+    points = dcpt.continual_pretrain(config, model, corpus, config.ratios[ratio_index], seed=stream, steps=steps)
+    grid = dcpt.load_grid(seed)
+    rows = (grid.size == size_index) & (grid.r == config.ratios[ratio_index]) & (grid.step <= steps)
+    stored = np.stack([grid.D[rows], grid.L_general[rows], grid.L_domain[rows]], axis=1)
+    np.testing.assert_allclose(points, stored, rtol=0, atol=REGENERATION_TOLERANCE)
+
+
+def test_a_grid_made_with_other_settings_is_refused():
+    with pytest.raises(DataError, match="rebuild"):
+        dcpt.load_grid(0, dcpt.GridConfig(cpt_steps=200))
+    with pytest.raises(ValueError, match="seed"):
+        dcpt.load_grid(7)
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+
+def test_bad_input_raises_clear_errors_and_writes_nothing(tmp_path):
+    with pytest.raises(ValueError, match="r"):
+        dcpt.dcpt_law(1e4, 1e5, 1.5, KNOWN)
+    with pytest.raises(ValueError, match="D"):
+        dcpt.dcpt_law(1e4, 0.0, 0.5, KNOWN)
+    with pytest.raises(ValueError, match="missing"):
+        dcpt.dcpt_law(1e4, 1e5, 0.5, {"E": 1.0})
+    with pytest.raises(ValueError, match="form"):
+        dcpt.fit_law({"N": [1], "D": [1], "r": [0], "L": [1]}, form="kaplan")
+    with pytest.raises(ValueError, match="keys"):
+        dcpt.fit_law({"N": [1.0], "D": [1.0]})
+    with pytest.raises(TypeError, match="points"):
+        dcpt.fit_law([1, 2, 3])
+    with pytest.raises(ValueError, match="starts"):
+        dcpt.fit_law({"N": [1], "D": [1], "r": [0], "L": [1]}, starts=0)
+    with pytest.raises(ValueError, match="held_out_ratios"):
+        dcpt.Config(held_out_ratios=0)
+    with pytest.raises(ValueError, match="decision_ratios"):
+        dcpt.Config(decision_ratios=(0.0, 0.3, 1.0))
+    with pytest.raises(TypeError, match="config"):
+        dcpt.run("fast")
+    with pytest.raises(ValueError, match="seed"):
+        dcpt.run(seed=-1)
+    with pytest.raises(ValueError, match="eval_every"):
+        dcpt.GridConfig(cpt_steps=30)
+    with pytest.raises(ValueError, match="domain"):
+        dcpt.GridConfig(domain="poetry")
+    with pytest.raises(ValueError, match="tolerance"):
+        dcpt.choose_ratio(None, None, 1e4, 1e5, 2.0, -0.1, [0.5])
+    with pytest.raises(ValueError, match="general and domain"):
+        dcpt.GridConfig(general="code", domain="code")
+
+
+def test_a_failed_rebuild_writes_no_file(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("domains must be a non-empty list")
+
+    monkeypatch.setattr(grid_module, "build_corpus", broken)
+    target = tmp_path / "dcpt_grid.npz"
+    with pytest.raises(ValueError, match="domains"):
+        grid_module.ARTIFACTS[grid_module.ARTIFACT].rebuild(target)
+    assert not target.exists() and not any(tmp_path.iterdir())
+
+
+# --- the experiment and its claims ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fast_results():
+    return [dcpt.run(dcpt.Config.fast(), seed=s) for s in range(5)]
+
+
+def test_run_is_deterministic_and_fills_every_metric(fast_results):
+    result = fast_results[0]
+    # the decision's two fits, again from the same seed: the same numbers
+    again, _, _ = dcpt.decision(dcpt.load_grid(result.grid_seed), dcpt.Config.fast(), seed=0)
+    assert again == result.metrics["decision"]
+    for arm in dcpt.ARMS:
+        assert set(result.metrics[arm]) >= {f"r2_{s}" for s in dcpt.SPLITS}
+        assert all(math.isfinite(v) for v in result.metrics[arm].values())
+    decision = result.metrics["decision"]
+    assert 0 < decision["cost_ratio"] < 1 and decision["chosen_ratio"] in dcpt.RATIOS
+    assert {r.grid_seed for r in fast_results} == set(dcpt.GridConfig().seeds)
+    assert len({tuple(r.held_out_ratios) for r in fast_results}) > 1
+
+
+def test_the_claims_hold_over_five_seeds(fast_results):
+    outcomes = check_results(dcpt.CLAIMS, fast_results, seeds=range(5), chapter="dcpt")
+    failed = [(o.claim.id, o.verdict.detail) for o in outcomes if o.fails_strict]
+    assert not failed, failed
+
+
+def test_a_broken_law_fails_the_claims(fast_results):
+    # the D-CPT Law replaced by the no-interaction law: no margin over itself
+    broken = [dataclasses.replace(r, metrics={**r.metrics, "dcpt": r.metrics["no_interaction"]}) for r in fast_results]
+    outcomes = {o.claim.id: o for o in check_results(dcpt.CLAIMS, broken, seeds=range(5))}
+    assert outcomes["beats_no_interaction"].fails_strict
+    # a decision that always takes general text only loses the domain loss the grid's best reaches
+    general_only = []
+    for r in fast_results:
+        c = r.choice
+        regret = float(c["actual_domain"][int(np.argmin(c["grid_r"]))] - c["actual_domain"].min())
+        decision = dict(r.metrics["decision"], regret=regret)
+        general_only.append(dataclasses.replace(r, metrics={**r.metrics, "decision": decision}))
+    outcomes = {o.claim.id: o for o in check_results(dcpt.CLAIMS, general_only, seeds=range(5))}
+    assert outcomes["chosen_ratio"].fails_strict
+
+
+def test_figures_are_plotly_figures_with_a_finding_in_the_title(fast_results):
+    result = fast_results[0]
+    for fig in (
+        dcpt.fig_curves(result),
+        dcpt.fig_curves(result, "general"),
+        dcpt.fig_held_out(result),
+        dcpt.fig_choice(result),
+    ):
+        assert isinstance(fig, go.Figure) and len(fig.data) > 2 and fig.layout.title.text
+    with pytest.raises(ValueError, match="loss"):
+        dcpt.fig_curves(result, "both")
