@@ -45,6 +45,7 @@ CHAPTERS: dict[str, Chapter] = {
         Chapter("picasso", "recsys", "PICASSO: packing, interleaving and caching for wide-and-deep training"),
         Chapter("glvq", "llm", "GLVQ: grouped lattice vector quantization"),
         Chapter("badiff", "genmm", "BADiff: bandwidth-adaptive diffusion with early stopping"),
+        Chapter("combatvla", "genmm", "CombatVLA: act first, explain after (truncated action-of-thought)"),
         Chapter("c4", "systems", "C4: communication-driven fault diagnosis and traffic planning"),
         Chapter("fapes", "systems", "FaPES: loaning inference GPUs to elastic training"),
         Chapter("fangorn", "systems", "Fangorn: adaptive execution on a mutable job graph"),

@@ -61,6 +61,7 @@ DATASETS: dict[str, DataSet] = {
         DataSet("recsys_ads", ("rec4ad",), "toyscale.recsys.world:ad_reference_arrays"),
         DataSet("recsys_fields", ("picasso",), "toyscale.recsys.world:field_reference_arrays"),
         DataSet("llm_corpus", ("glvq",), "toyscale.llm.corpus:reference_arrays"),
+        DataSet("combatvla_play", ("combatvla",), "toyscale.genmm.combatvla.aot:reference_arrays"),
     ]
 }
 
