@@ -126,8 +126,8 @@ def fight(
         frames = np.concatenate([frames[:, 1:], game.render(b).reshape(n_games, 1, -1).astype(np.float32)], axis=1)
     return Fights(
         win_rate=float(b.won.mean()),
-        tokens_per_decision=tokens / max(decisions, 1),
-        delay_per_decision=delay / max(decisions, 1),
+        tokens_per_decision=float(tokens / max(decisions, 1)),
+        delay_per_decision=float(delay / max(decisions, 1)),
         decisions=int(decisions),
         mean_ticks=float(b.tick.mean()),
     )
