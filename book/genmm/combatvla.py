@@ -247,7 +247,7 @@ for tokens in (2, 8):
 # video stage once and each arm for the same number of steps after it, and then measures,
 # per arm: the toy combat-understanding benchmark (questions from the game's ground truth,
 # in the paper's three groups), decoded tokens and wall time per decision, and the share of
-# 150 fights won, paused and at several game-time costs per token. The multi-call agent asks
+# fights won (100 per arm and cost), paused and at several game-time costs per token. The multi-call agent asks
 # the full-AoT model for five sampled generations per decision and takes a vote.
 
 # %%

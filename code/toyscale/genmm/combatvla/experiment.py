@@ -55,10 +55,10 @@ class Config:
     action_weight: float = 4.0  # loss weight of key tokens against thought tokens
     stage2_share: float = 1 / 3  # share of the truncated arm's steps spent on frame-level (full) AoT first
     calls: int = 5  # full generations per decision of the multi-call agent
-    eval_games: int = 150  # fights per arm and cost, played in parallel
-    costs: tuple[float, ...] = (0.0, 0.0625, 0.125, 0.25, 0.5)  # game ticks per decoded token (0 = paused)
+    eval_games: int = 100  # fights per arm and cost, played in parallel
+    costs: tuple[float, ...] = (0.0, 0.0625, 0.125, 0.25)  # game ticks per decoded token (0 = paused)
     claim_cost: float = 0.125  # the real-time cost at which the claims compare arms
-    timing_windows: int = 15  # decisions timed one at a time per arm (wall clock)
+    timing_windows: int = 10  # decisions timed one at a time per arm (wall clock)
 
     def __post_init__(self) -> None:
         for name in ("k", "train_games", "test_games", "width", "blocks", "steps", "batch_size", "calls"):
@@ -82,8 +82,8 @@ class Config:
 
     @classmethod
     def fast(cls) -> Config:
-        """Fewer steps, fights and costs for tests: a few seconds per seed."""
-        return cls(steps=240, video_steps=40, eval_games=120, costs=(0.0, 0.125), calls=3, timing_windows=10)
+        """A shorter video stage, two costs and a three-call agent, for tests."""
+        return cls(video_steps=40, costs=(0.0, 0.125), calls=3)
 
 
 @dataclass
