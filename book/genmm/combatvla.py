@@ -272,8 +272,8 @@ Table(
 
 # %% [markdown]
 # A fight as the truncated model sees it, with what it decoded on each tick (the key, then,
-# past `<TRUNC>`, the explanation it would give if asked). The last frame is the tick it
-# answers a strike:
+# past `<TRUNC>`, the explanation it would give if asked). The last frame is the first tick
+# on which it sidesteps, dodges or blocks:
 
 # %%
 cv.fig_story(result).show()
@@ -345,8 +345,8 @@ Table(
 # - **Fewer tokens and less time per decision: yes, by construction and by measurement.**
 #   Truncated decoding emits the key and `<TRUNC>`; full AoT emits six slots, the key and
 #   `<eos>`. The token ratio is fixed by the format; the wall-time ratio is measured and is
-#   larger than the token ratio, because each step of a full decode attends over a longer
-#   sequence. The paper's ratio (2.7× in tokens, 2× in time) is smaller because its
+#   larger than the token ratio, because our decoder keeps no key-value cache: every step
+#   re-reads the whole sequence so far, so late tokens cost more than early ones. The paper's ratio (2.7× in tokens, 2× in time) is smaller because its
 #   explanations are long sentences while its actions are several tokens too.
 # - **Understanding: a small loss, not the paper's gain.** The truncated model's explanation
 #   trails the full model's by a few points on the toy benchmark, within the margin we
@@ -354,7 +354,7 @@ Table(
 #   its steps on the full format and the rest re-learning to put the key first.
 # - **Real time: yes, clearly.** At an eighth of a tick per token, full AoT's decision takes
 #   a whole tick, so its dodge lands one tick late and the strike it meant to avoid hits;
-#   the truncated model keeps most of its paused win rate.
+#   the truncated model keeps much of its paused win rate.
 # - **Paused, the two are not close here.** With the game waiting for the model, full AoT
 #   wins more fights than truncated AoT on every seed. Writing the explanation first lets a
 #   two-block model compute the key *from* its own explanation, a small chain of thought

@@ -369,7 +369,7 @@ def fig_story(result: Result, count: int = 4) -> go.Figure:
             row=1,
             col=i + 1,
         )
-        text = story["text"][t].replace(" <TRUNC> ", " <TRUNC><br>").replace(" hp=", "<br>hp=")
+        text = "<br>".join(story["text"][t].split())  # one decoded token per line
         fig.add_annotation(
             text=text,
             xref=f"x{i + 1 if i else ''} domain",
@@ -388,8 +388,8 @@ def fig_story(result: Result, count: int = 4) -> go.Figure:
     fig.update_layout(
         template="toyscale",
         title="The truncated model acts first, explains after: the key comes before <TRUNC>",
-        height=420,
-        margin=dict(l=10, r=10, t=80, b=150),
+        height=470,
+        margin=dict(l=10, r=10, t=80, b=190),
     )
     return fig
 
