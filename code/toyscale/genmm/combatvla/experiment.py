@@ -358,9 +358,8 @@ def fig_story(result: Result, count: int = 4) -> go.Figure:
     for i, t in enumerate(picked):
         fig.add_trace(
             go.Heatmap(
-                z=story["frames"][t][::-1],
-                colorscale="Greys",
-                reversescale=True,
+                z=story["frames"][t][::-1],  # row 0 (the HP bar) on top
+                colorscale=[[0.0, "#DDDDDD"], [1.0, "#000000"]],  # unlit pixels light grey, lit ones dark
                 zmin=0,
                 zmax=1,
                 showscale=False,
