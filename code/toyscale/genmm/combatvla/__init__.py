@@ -30,7 +30,9 @@ jittered, out-of-order streams and pairs each key only with frames stamped stric
 AoT sequences (`aot`) of six explanation slots (enemy phase, when it strikes, distance, own
 HP, potions, ready cooldowns) and one key, in the three formats. A tiny VLA (`model`): an MLP
 over the last k frames feeding a 2-block causal transformer, trained at equal steps per format
-after a shared video-level stage, with truncated decoding. A toy CUBench (`evaluate`) from the
+after a shared video-level stage (the frame-level stage before truncated AoT is a switch,
+`Config.stage2_share`, off by default: at this budget it costs the truncated arm), with
+truncated decoding. A toy CUBench (`evaluate`) from the
 game's ground truth, and closed-loop play (`evaluate.fight`) both paused and in real time,
 where every decoded token costs game time, swept.
 

@@ -53,7 +53,9 @@ class Config:
     batch_size: int = 128  # key events per step
     lr: float = 6e-3  # Adam learning rate
     action_weight: float = 4.0  # loss weight of key tokens against thought tokens
-    stage2_share: float = 1 / 3  # share of the truncated arm's steps spent on frame-level (full) AoT first
+    # share of the truncated arm's steps spent on frame-level (full) AoT before truncated AoT: the
+    # paper's stage 2; 0 skips it (the default: at this budget it costs the truncated arm, see the notebook)
+    stage2_share: float = 0.0
     calls: int = 5  # full generations per decision of the multi-call agent
     eval_games: int = 100  # fights per arm and cost, played in parallel
     costs: tuple[float, ...] = (0.0, 0.0625, 0.125, 0.25)  # game ticks per decoded token (0 = paused)
@@ -311,10 +313,11 @@ CLAIMS = [
         check=_check_paused,
         expected=False,
         reason=(
-            "at the toy's training budget full AoT wins more fights paused on every seed: a two-block model "
-            "that writes its explanation first computes the key from it (a small chain of thought), and the "
-            "truncated arm spends a third of its steps on the full format before moving the key to the front; "
-            "with longer training both approach the expert and the gap closes (exercise 1)"
+            "the paired paused difference swings by about ±0.2 from seed to seed (two models of one seed "
+            "differ by more than the formats do), so its mean over a few seeds lands inside or outside the "
+            "margin by chance; full AoT, which computes the key from its own explanation (a small chain of "
+            "thought), is often the better paused player at this budget, and the toy does not establish that "
+            "truncation is free"
         ),
     ),
     Claim(
