@@ -290,7 +290,9 @@ cv.fig_success_vs_cost(result).show()
 
 # %% [markdown]
 # What a decision costs, in decoded tokens (deterministic: the format fixes them) and in
-# wall-clock milliseconds at batch size 1 on this CPU:
+# wall-clock milliseconds at batch size 1 on this CPU. The multi-call agent's calls run here
+# as one batch, so its wall time is a lower bound; its tokens are counted as if the calls ran
+# one after another, as an agent framework's calls do (each one waits for the last):
 
 # %%
 cv.fig_cost_per_decision(result).show()
@@ -370,6 +372,11 @@ Table(
 #   the paper's 50× that comes from calls, not truncation.
 # - **The tracker: no leaks**, while nearest-in-time pairing would have put the frame after
 #   the key into a large share of the training pairs (printed in *Building it*).
+# - **No thought at all is as fast, and here it plays as well or better.** The no-thought
+#   arm decodes as few tokens as the truncated one and, trained on keys alone, is at least as
+#   good a player in our runs. What truncation adds over it is the explanation: the model can
+#   still say what it saw and why (the benchmark), at no cost in latency. The toy does not
+#   show that learning to explain makes the keys better.
 # - **Not claimed.** The paper's model beats human players; our reference is a scripted expert
 #   that reads the state and wins every fight, and every model arm stays below it.
 

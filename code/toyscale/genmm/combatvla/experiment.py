@@ -342,6 +342,9 @@ CLAIMS = [
 # ---------------------------------------------------------------------------------------------
 
 
+SHORT_LABELS = {"truncated": "truncated", "none": "no thought", "full": "full AoT", "multi_call": "multi-call"}
+
+
 def _colors() -> dict[str, str]:
     arms = ["truncated", "full", "none", "multi_call", "oracle"]
     c = plot.colors(arms, method="truncated")
@@ -428,7 +431,7 @@ def fig_cost_per_decision(result: Result) -> go.Figure:
     for col, metric in enumerate(("tokens", "time_ms"), start=1):
         fig.add_trace(
             go.Bar(
-                x=[ARM_LABELS[a].split(" (")[0] for a in arms],
+                x=[SHORT_LABELS[a] for a in arms],
                 y=[result.metrics[a][metric] for a in arms],
                 marker_color=[colors[a] for a in arms],
                 showlegend=False,
@@ -437,6 +440,7 @@ def fig_cost_per_decision(result: Result) -> go.Figure:
             row=1,
             col=col,
         )
+    fig.update_xaxes(tickangle=0)
     fig.update_yaxes(title_text="tokens", row=1, col=1)
     fig.update_yaxes(title_text="milliseconds", row=1, col=2)
     fig.update_layout(
