@@ -48,6 +48,7 @@ CHAPTERS: dict[str, Chapter] = {
         Chapter("dcpt", "llm", "D-CPT Law: a scaling law that picks the domain mixture"),
         Chapter("badiff", "genmm", "BADiff: bandwidth-adaptive diffusion with early stopping"),
         Chapter("victor", "genmm", "Victor: video-language pre-training that learns the order of events"),
+        Chapter("combatvla", "genmm", "CombatVLA: act first, explain after (truncated action-of-thought)"),
         Chapter("c4", "systems", "C4: communication-driven fault diagnosis and traffic planning"),
         Chapter("fapes", "systems", "FaPES: loaning inference GPUs to elastic training"),
         Chapter("fangorn", "systems", "Fangorn: adaptive execution on a mutable job graph"),

@@ -62,6 +62,7 @@ DATASETS: dict[str, DataSet] = {
         DataSet("recsys_fields", ("picasso",), "toyscale.recsys.world:field_reference_arrays"),
         DataSet("llm_corpus", ("glvq", "ddk"), "toyscale.llm.corpus:reference_arrays"),
         DataSet("victor_videos", ("victor",), "toyscale.genmm.victor:video_reference_arrays"),
+        DataSet("combatvla_play", ("combatvla",), "toyscale.genmm.combatvla.aot:reference_arrays"),
     ]
 }
 

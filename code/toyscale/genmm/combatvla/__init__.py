@@ -1,0 +1,162 @@
+"""CombatVLA: act first, explain after — truncated action-of-thought in a toy combat game.
+
+Peng Chen, Pi Bu, Yingyao Wang, Xinyi Wang, Ziming Wang, Jie Guo, Yingxiu Zhao, Qi Zhu, Jun Song,
+Siran Yang, Jiamang Wang and Bo Zheng. *CombatVLA: An Efficient Vision-Language-Action Model
+for Combat Tasks in 3D Action Role-Playing Games.* ICCV 2025 (arXiv:2503.09527).
+
+**The problem.** A vision-language model that plays an action game has to decide within a
+fraction of a second: the enemy's blow lands whether or not the model has finished thinking.
+Agent frameworks built on large VLMs (Cradle, VARP) call the model several times per decision
+(perception, reflection, planning) and need a minute per action. Chain-of-thought helps a model
+understand a fight, but every explanation token it writes before the action is latency.
+
+**The method.** An *action tracker* records the game's frames and the player's key and mouse
+events in two threads, each with its own timestamps, and pairs every action with the frames
+before it. The pairs are written as *action-of-thought* (AoT): an action and an explanation
+(the enemy's state, one's own, why). A 3B VLM is trained progressively: video-level AoT (a clip
+→ its actions), frame-level AoT (the frames before an action → explanation, then action) and
+*truncated* AoT, where the action comes first, then a `<TRUNC>` token, then the explanation.
+At inference decoding stops at `<TRUNC>`: the action is out before any explanation is written.
+An execution loop grabs the latest frames, calls the model once and presses its keys. The
+paper reports 1.85 s per decision against 61.7 s (Cradle, 5 calls) and 90.2 s (VARP, 10 calls),
+truncation alone halving latency (116.6 → 43.1 output tokens, 3.73 → 1.85 s), a higher score on
+its combat-understanding benchmark CUBench, and task success above human players.
+
+**What the toy keeps.** A duel in numpy (`game`), drawn as 10 × 12 grey frames with HP,
+potion and cooldown bars, an enemy that approaches, winds up with a visible cue (thrust or
+sweep), strikes and recovers, and the paper's ten keys; a scripted expert that always wins
+where a random player always loses. An `ActionTracker` (`tracker`) logs frames and keys on
+jittered, out-of-order streams and pairs each key only with frames stamped strictly before it.
+AoT sequences (`aot`) of six explanation slots (enemy phase, when it strikes, distance, own
+HP, potions, ready cooldowns) and one key, in the three formats. A tiny VLA (`model`): an MLP
+over the last k frames feeding a 2-block causal transformer, trained at equal steps per format
+after a shared video-level stage (the frame-level stage before truncated AoT is a switch,
+`Config.stage2_share`, off by default: at this budget it costs the truncated arm), with
+truncated decoding. A toy CUBench (`evaluate`) from the
+game's ground truth, and closed-loop play (`evaluate.fight`) both paused and in real time,
+where every decoded token costs game time, swept.
+
+**What it drops.** 3D games, pixels at screen resolution, a pretrained 3B VLM, natural-language
+explanations (slots stand in for them), the contrastive part of the action-weighted loss,
+mouse control, and human players: the scripted expert is the reference, so the toy makes no
+claim about beating humans.
+"""
+
+from .aot import (
+    ACTION0,
+    BOS,
+    EOS,
+    FORMATS,
+    MAX_LEN,
+    PAD,
+    SLOT_NAMES,
+    SLOTS,
+    TOKENS,
+    TRUNC,
+    VID,
+    VOCAB,
+    Recording,
+    describe,
+    record,
+    sequences,
+    thought_tokens,
+    thought_values,
+)
+from .evaluate import (
+    QUESTIONS,
+    Fights,
+    benchmark,
+    decision_time,
+    fight,
+    multi_call_agent,
+    scripted_agent,
+    threat,
+    vla_agent,
+)
+from .experiment import (
+    ARM_LABELS,
+    ARMS,
+    BENCH_MARGIN,
+    CLAIMS,
+    MULTI_TOKEN_RATIO,
+    PAUSED_GAP,
+    REALTIME_MARGIN,
+    TIME_RATIO,
+    TOKEN_RATIO,
+    Config,
+    Result,
+    fig_cost_per_decision,
+    fig_story,
+    fig_success_vs_cost,
+    plans,
+    run,
+    tell_story,
+)
+from .game import KEY_MEANING, KEYS, PHASES, Battle, expert_keys, new_battles, play, render, step
+from .model import TinyVLA, decode, parse_action, parse_thoughts, sequence_loss, train_stages
+from .tracker import ActionTracker, nearest_frame_pairs, session_clocks
+
+__all__ = [
+    "ACTION0",
+    "ARMS",
+    "ARM_LABELS",
+    "BENCH_MARGIN",
+    "BOS",
+    "CLAIMS",
+    "EOS",
+    "FORMATS",
+    "KEYS",
+    "KEY_MEANING",
+    "MAX_LEN",
+    "MULTI_TOKEN_RATIO",
+    "PAD",
+    "PAUSED_GAP",
+    "PHASES",
+    "QUESTIONS",
+    "REALTIME_MARGIN",
+    "SLOTS",
+    "SLOT_NAMES",
+    "TIME_RATIO",
+    "TOKENS",
+    "TOKEN_RATIO",
+    "TRUNC",
+    "VID",
+    "VOCAB",
+    "ActionTracker",
+    "Battle",
+    "Config",
+    "Fights",
+    "Recording",
+    "Result",
+    "TinyVLA",
+    "benchmark",
+    "decision_time",
+    "decode",
+    "describe",
+    "expert_keys",
+    "fig_cost_per_decision",
+    "fig_story",
+    "fig_success_vs_cost",
+    "fight",
+    "multi_call_agent",
+    "nearest_frame_pairs",
+    "new_battles",
+    "parse_action",
+    "parse_thoughts",
+    "plans",
+    "play",
+    "record",
+    "render",
+    "run",
+    "scripted_agent",
+    "sequence_loss",
+    "sequences",
+    "session_clocks",
+    "step",
+    "tell_story",
+    "thought_tokens",
+    "thought_values",
+    "threat",
+    "train_stages",
+    "vla_agent",
+]

@@ -1,0 +1,368 @@
+"""CombatVLA: the game, the tracker (crafted event streams), AoT formats, the tiny VLA and its
+truncated decoding, the execution loop, bad input, and the claims over 5 seeds."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from toyscale.core.claims import evaluate
+from toyscale.genmm import combatvla as cv
+from toyscale.genmm.combatvla import game
+
+torch.set_num_threads(1)
+
+
+def one_battle(**fields) -> game.Battle:
+    """A single fight in a chosen state (defaults: distance 1, full HP, everything ready)."""
+    b = game.new_battles(1, 0)
+    base = dict(player=3, enemy=4, hp=10, enemy_hp=30, potions=2, dodge_cd=0, heavy_cd=0, immobilize_cd=0)
+    base.update(phase=game.APPROACH, timer=0, tick=0, flash=0)
+    base.update(fields)
+    for name, value in base.items():
+        setattr(b, name, np.array([value]))
+    return b
+
+
+def strike_now(attack: int, key: int, distance: int = 1) -> game.Battle:
+    """Step a fight whose enemy strikes at the end of this tick with `attack`, the player pressing `key`."""
+    b = one_battle(phase=attack, timer=game.WINDUP[attack] - 1, enemy=3 + distance)
+    assert b.strike_in[0] == 0
+    return game.step(b, np.array([key]), np.array([game.WINDUP_THRUST]))
+
+
+# --- the game ------------------------------------------------------------------------------
+
+
+def test_expert_wins_and_random_loses():
+    expert, random = game.play("expert", 300, 0), game.play("random", 300, 0)
+    assert expert.won.mean() == 1.0
+    assert random.won.mean() < 0.05
+    assert (expert.tick < game.MAX_TICKS).all()
+
+
+def test_strikes_are_avoided_only_by_the_right_key():
+    thrust, sweep = game.DAMAGE[game.WINDUP_THRUST], game.DAMAGE[game.WINDUP_SWEEP]
+    assert strike_now(game.WINDUP_THRUST, game.IDLE).hp[0] == 10 - thrust
+    assert strike_now(game.WINDUP_THRUST, game.A).hp[0] == 10  # a sidestep beats a thrust
+    assert strike_now(game.WINDUP_SWEEP, game.A).hp[0] == 10 - sweep  # ... but not a sweep
+    assert strike_now(game.WINDUP_SWEEP, game.SPACE).hp[0] == 10  # a dodge beats both
+    assert strike_now(game.WINDUP_SWEEP, game.SHIFT).hp[0] == 10 - sweep // 2  # a block halves
+    assert strike_now(game.WINDUP_SWEEP, game.IDLE, distance=3).hp[0] == 10  # out of the sweep's reach
+    assert strike_now(game.WINDUP_THRUST, game.IDLE, distance=3).hp[0] == 10 - thrust  # the thrust reaches
+    after = strike_now(game.WINDUP_SWEEP, game.IDLE)
+    assert after.phase[0] == game.RECOVER and after.flash[0] == 1
+
+
+def test_attacks_and_the_double_damage_window():
+    hit = game.step(one_battle(), np.array([game.HEAVY]), np.array([game.WINDUP_THRUST]))
+    assert hit.enemy_hp[0] == 27 and hit.heavy_cd[0] == game.COOLDOWN["heavy"]
+    again = game.step(hit, np.array([game.HEAVY]), np.array([game.WINDUP_THRUST]))
+    assert again.enemy_hp[0] == hit.enemy_hp[0]  # cooling down: the key does nothing
+    weak = game.step(one_battle(phase=game.RECOVER, timer=2), np.array([game.LIGHT]), np.array([1]))
+    assert weak.enemy_hp[0] == 28  # light attack, doubled while the enemy recovers
+    far = game.step(one_battle(enemy=6), np.array([game.LIGHT]), np.array([1]))
+    assert far.enemy_hp[0] == 30
+
+
+def test_heal_immobilize_and_movement():
+    healed = game.step(one_battle(hp=3, enemy=9), np.array([game.R]), np.array([1]))
+    assert healed.hp[0] == 7 and healed.potions[0] == 1
+    stunned = game.step(one_battle(phase=game.WINDUP_SWEEP, timer=1), np.array([game.IMMOBILIZE]), np.array([1]))
+    assert stunned.phase[0] == game.STUNNED and stunned.immobilize_cd[0] == game.COOLDOWN["immobilize"]
+    moved = game.step(one_battle(enemy=9), np.array([game.W]), np.array([1]))
+    assert moved.player[0] == 4 and moved.enemy[0] == 8  # both close in
+    wall = game.step(one_battle(player=0, enemy=5), np.array([game.S]), np.array([1]))
+    assert wall.player[0] == 0
+
+
+def test_step_keeps_invariants_under_random_play():
+    rng = np.random.default_rng(0)
+    b = game.new_battles(200, 1)
+    while not b.done.all():
+        b = game.step(b, game.random_keys(rng, b.n), game.draw_attacks(rng, b.n))
+        assert (b.distance >= 1).all() and (b.player >= 0).all()
+        assert (b.hp <= game.MAX_HP).all() and (b.potions >= 0).all()
+        assert ((b.dodge_cd >= 0) & (b.heavy_cd >= 0) & (b.immobilize_cd >= 0)).all()
+
+
+def test_render_shows_the_cue_growing():
+    b = one_battle(phase=game.WINDUP_SWEEP, timer=0, enemy=5)
+    frames = []
+    for _ in range(3):
+        frames.append(game.render(b)[0])
+        b = game.step(b, np.array([game.IDLE]), np.array([1]))
+    assert frames[0].shape == (game.HEIGHT, game.WIDTH)
+    assert [int((f[6] > 0).sum()) for f in frames] == [1, 2, 3]
+    assert frames[0][6].max() == 1.0  # bright: a sweep
+    thrust = game.render(one_battle(phase=game.WINDUP_THRUST))[0]
+    assert thrust[6].max() == 0.5
+    assert game.render(one_battle(hp=4))[0][0].sum() == 4
+
+
+# --- the tracker: crafted event streams -------------------------------------------------------
+
+
+def test_tracker_excludes_a_frame_with_the_same_timestamp():
+    tracker = cv.ActionTracker()
+    for t in (0.0, 1.0, 2.0, 3.0):
+        tracker.log_frame(t, int(t))
+    tracker.log_key(2.0, game.W)  # pressed at the very instant frame 2 was captured
+    tracker.log_key(2.0001, game.A)
+    ids, keys, _ = tracker.pairs(k=2)
+    assert ids.tolist() == [[0, 1], [1, 2]] and keys.tolist() == [game.W, game.A]
+    assert tracker.leaks(2) == 0
+
+
+def test_tracker_sorts_out_of_order_streams_and_drops_keys_before_any_frame():
+    tracker = cv.ActionTracker()
+    for t, i in ((2.2, 2), (0.1, 0), (3.1, 3), (1.3, 1)):
+        tracker.log_frame(t, i)
+    for t, key in ((3.5, game.HEAVY), (0.05, game.S), (1.9, game.LIGHT), (0.4, game.W)):
+        tracker.log_key(t, key)
+    ids, keys, times = tracker.pairs(k=3)
+    assert times.tolist() == [0.4, 1.9, 3.5]  # the key at 0.05 has no frame before it
+    assert keys.tolist() == [game.W, game.LIGHT, game.HEAVY]
+    assert ids.tolist() == [[0, 0, 0], [0, 0, 1], [1, 2, 3]]  # oldest first, the oldest repeated
+
+
+def test_tracker_never_pairs_a_frame_at_or_after_its_key_under_jitter():
+    rng = np.random.default_rng(0)
+    for _trial in range(20):
+        tracker = cv.ActionTracker()
+        frame_t = np.round(rng.uniform(0, 10, 60), 1)  # coarse clock: many equal stamps
+        key_t = np.round(rng.uniform(0, 10, 40), 1)
+        for i in rng.permutation(60):
+            tracker.log_frame(frame_t[i], i)
+        for i in rng.permutation(40):
+            tracker.log_key(key_t[i], i % 10)
+        ids, _, times = tracker.pairs(k=2)
+        assert (frame_t[ids] < times[:, None]).all()
+        # the newest input frame is the latest one strictly before the key (brute force)
+        for row, tau in zip(ids, times, strict=True):
+            assert frame_t[row[-1]] == frame_t[frame_t < tau].max()
+        assert tracker.leaks(2) == 0
+
+
+def test_session_clocks_make_nearest_pairing_leak_but_not_the_tracker():
+    frame_t, key_t = cv.session_clocks(500, seed=0)
+    nearest = cv.nearest_frame_pairs(frame_t, key_t)
+    assert (frame_t[nearest] >= key_t).mean() > 0.2  # nearest-in-time picks the next frame
+    tracker = cv.ActionTracker()
+    for i, t in enumerate(frame_t):
+        tracker.log_frame(t, i)
+    for t in key_t:
+        tracker.log_key(t, game.W)
+    ids, _, _ = tracker.pairs(k=1)
+    assert ids[:, 0].tolist() == list(range(500))  # key t gets frame t: the state it reacted to
+
+
+def test_recording_aligns_keys_with_the_state_they_answer():
+    rec = cv.record(20, k=3, seed=0)
+    assert rec.leaks == 0 and rec.naive_leaks > 0 and rec.pairs == len(rec.actions)
+    assert rec.windows.shape == (len(rec.actions), 3) and (np.diff(rec.windows, axis=1) >= 0).all()
+    # the thoughts describe the newest input frame; the expert's key matches the labelled state
+    assert rec.thoughts.shape == (len(rec.actions), len(cv.SLOTS))
+    assert set(np.unique(rec.actions)) <= set(range(len(game.KEYS)))
+
+
+# --- AoT formats ------------------------------------------------------------------------------
+
+
+def test_formats_put_the_action_where_the_paper_does():
+    thoughts = np.array([[game.WINDUP_SWEEP, 1, 0, 2, 1, 7]])
+    key = np.array([game.SPACE])
+    trunc = cv.sequences("truncated", key, thoughts)[0]
+    full = cv.sequences("full", key, thoughts)[0]
+    none = cv.sequences("none", key)[0]
+    assert cv.describe(trunc).startswith("<bos> [space] <TRUNC> phase=windup_sweep strike=now")
+    assert cv.describe(trunc).endswith("ready=dodge+heavy+immob <eos>")
+    assert cv.describe(full).endswith("ready=dodge+heavy+immob [space] <eos>")
+    assert cv.describe(none) == "<bos> [space] <eos>"
+    assert cv.describe(cv.sequences("video", np.array([[game.W, game.LIGHT]]))[0]) == "<video> [w] [light] <eos>"
+    assert trunc.shape == (cv.MAX_LEN,) and len(set(cv.TOKENS)) == cv.VOCAB
+
+
+def test_thought_values_read_the_state():
+    b = one_battle(phase=game.WINDUP_THRUST, timer=2, hp=4, potions=0, heavy_cd=2, enemy=6)
+    assert cv.thought_values(b)[0].tolist() == [game.WINDUP_THRUST, 1, 2, 0, 0, 1 + 4]
+
+
+# --- the model, the loss, truncated decoding ----------------------------------------------------
+
+
+def forced(token: int) -> cv.TinyVLA:
+    """A model that always predicts `token` next."""
+    torch.manual_seed(0)
+    model = cv.TinyVLA(k=2, width=16, blocks=1).eval()
+    with torch.no_grad():
+        model.head.weight.zero_()
+        model.head.bias.fill_(-10.0)
+        model.head.bias[token] = 10.0
+    return model
+
+
+def test_decode_stops_at_trunc_only_when_truncating():
+    frames = torch.zeros(3, 2, game.FRAME_SIZE)
+    tokens, count = cv.decode(forced(cv.TRUNC), frames, truncate=True)
+    assert count.tolist() == [1, 1, 1] and (tokens[:, 1] == cv.TRUNC).all() and (tokens[:, 2:] == cv.PAD).all()
+    tokens, count = cv.decode(forced(cv.TRUNC), frames, truncate=False)
+    assert count.tolist() == [cv.MAX_LEN - 1] * 3  # never an <eos>: runs to the length limit
+    tokens, count = cv.decode(forced(cv.EOS), frames, truncate=False)
+    assert count.tolist() == [1, 1, 1]
+    assert cv.parse_action(tokens).tolist() == [game.IDLE] * 3
+
+
+def test_model_shapes_loss_and_determinism():
+    torch.manual_seed(0)
+    model = cv.TinyVLA(k=3, width=16, blocks=1)
+    frames = torch.rand(4, 3, game.FRAME_SIZE)
+    seqs = torch.as_tensor(cv.sequences("full", np.arange(4), np.zeros((4, 6), dtype=np.int64)))
+    logits = model(frames, seqs)
+    assert logits.shape == (4, cv.MAX_LEN, cv.VOCAB)
+    # the causal mask: changing a later token does not move earlier logits
+    other = seqs.clone()
+    other[:, 5] = cv.EOS
+    assert torch.allclose(model(frames, other)[:, :5], logits[:, :5], atol=1e-6)
+    # padding carries no loss
+    loss = cv.sequence_loss(logits, seqs)
+    padded = seqs.clone()
+    padded[:, -1] = cv.PAD
+    assert loss.item() > 0 and torch.isfinite(loss)
+    uniform = torch.zeros(1, 3, cv.VOCAB)
+    assert cv.sequence_loss(uniform, torch.tensor([[cv.BOS, cv.EOS, cv.PAD]])).item() == pytest.approx(np.log(cv.VOCAB))
+
+
+def test_parse_action_and_thoughts():
+    tokens = np.array(
+        [
+            cv.sequences("truncated", np.array([game.HEAVY]), np.array([[3, 0, 0, 2, 2, 0]]))[0],
+            cv.sequences("none", np.array([game.R]))[0],
+        ]
+    )
+    assert cv.parse_action(tokens).tolist() == [game.HEAVY, game.R]
+    assert cv.parse_thoughts(tokens).tolist() == [[3, 0, 0, 2, 2, 0], [-1] * 6]
+    values = np.array(
+        [
+            [game.WINDUP_SWEEP, 1, 1, 0, 0, 0],
+            [game.WINDUP_SWEEP, 1, 2, 0, 0, 0],
+            [game.WINDUP_THRUST, 1, 2, 0, 0, 0],
+            [game.WINDUP_THRUST, 2, 0, 0, 0, 0],
+        ]
+    )
+    assert cv.threat(values).tolist() == [1, 0, 1, 0]
+
+
+# --- the execution loop ---------------------------------------------------------------------------
+
+
+def test_paused_fight_matches_direct_play_and_latency_idles_the_player():
+    direct = game.play("expert", 50, 7)
+    looped = cv.fight(cv.scripted_agent("expert", 0), 50, 7, k=2, cost=0.0, scripted=True)
+    assert looped.win_rate == direct.won.mean() and looped.mean_ticks == direct.tick.mean()
+
+    def slow_expert(tokens: int):
+        def act(frames):  # an "agent" that always presses w and pays `tokens` decoded tokens
+            return np.full(len(frames), game.W), np.full(len(frames), tokens)
+
+        return act
+
+    fast = cv.fight(slow_expert(2), 20, 0, k=2, cost=0.25)
+    slow = cv.fight(slow_expert(8), 20, 0, k=2, cost=0.25)
+    assert fast.tokens_per_decision == 2 and slow.tokens_per_decision == 8
+    assert fast.delay_per_decision == pytest.approx(0.5) and slow.delay_per_decision == pytest.approx(2.0)
+    # a decision every 1.5 ticks against every 3 ticks over the same fights
+    assert fast.decisions > 1.8 * slow.decisions
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+
+def test_bad_input_raises_clear_errors():
+    with pytest.raises(ValueError, match="keys"):
+        game.step(game.new_battles(2, 0), np.array([0, 12]), np.array([1, 1]))
+    with pytest.raises(ValueError, match="n must"):
+        game.new_battles(0, 0)
+    with pytest.raises(ValueError, match="policy"):
+        game.play("human", 2, 0)
+    with pytest.raises(ValueError, match="key"):
+        cv.ActionTracker().log_key(0.0, 10)
+    with pytest.raises(ValueError, match="k must"):
+        cv.ActionTracker().pairs(0)
+    with pytest.raises(ValueError, match="fmt"):
+        cv.sequences("cot", np.array([0]))
+    with pytest.raises(ValueError, match="cost"):
+        cv.fight(cv.scripted_agent("expert", 0), 2, 0, k=2, cost=-1.0, scripted=True)
+    with pytest.raises(ValueError, match="claim_cost"):
+        cv.Config(claim_cost=0.3)
+    with pytest.raises(ValueError, match="costs"):
+        cv.Config(costs=(0.125, 0.25), claim_cost=0.125)
+    with pytest.raises(ValueError, match="steps"):
+        cv.Config(steps=0)
+    with pytest.raises(TypeError, match="config"):
+        cv.run(config="fast")
+
+
+# --- the experiment and its claims ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fast_results():
+    return [cv.run(cv.Config.fast(), seed=s) for s in range(5)]
+
+
+def test_run_is_deterministic_apart_from_wall_time():
+    tiny = cv.Config(
+        train_games=20,
+        test_games=10,
+        steps=4,
+        video_steps=2,
+        eval_games=10,
+        costs=(0.0, 0.5),
+        claim_cost=0.5,
+        calls=2,
+        timing_windows=0,
+    )
+    first, second = cv.run(tiny, seed=3), cv.run(tiny, seed=3)
+    assert first.sweep == second.sweep and first.history == second.history
+    assert first.story["text"] == second.story["text"]
+
+
+def test_run_is_complete(fast_results):
+    result = fast_results[0]
+    assert set(result.metrics) == {*cv.ARMS, "expert", "random", "tracker"}
+    assert result.metrics["expert"]["paused"] == 1.0 and result.metrics["random"]["paused"] < 0.1
+    assert result.metrics["truncated"]["tokens"] == 2.0  # [key] <TRUNC>
+    assert result.metrics["full"]["tokens"] == pytest.approx(len(cv.SLOTS) + 2, abs=0.1)
+    for arm in cv.ARMS:
+        assert len(result.sweep[arm]) == len(result.costs)
+    assert np.isnan(result.metrics["none"]["benchmark"])
+
+
+def test_figures_build(fast_results):
+    result = fast_results[0]
+    for fig in (cv.fig_story(result), cv.fig_success_vs_cost(result), cv.fig_cost_per_decision(result)):
+        assert len(fig.data) >= 2 and fig.layout.title.text
+
+
+def test_claims_over_five_seeds(fast_results):
+    outcomes = evaluate(cv.CLAIMS, lambda config, seed: fast_results[seed], seeds=range(5))
+    for outcome in outcomes:
+        if outcome.claim.expected:
+            assert outcome.verdict.passed, f"{outcome.claim.id}: {outcome.verdict.detail}"
+
+
+def test_a_broken_method_fails_the_claims(fast_results):
+    # a "truncated" model that decodes its explanation anyway is as slow as full AoT in real time
+    broken = []
+    for result in fast_results:
+        metrics = {arm: dict(values) for arm, values in result.metrics.items()}
+        metrics["truncated"] = dict(metrics["full"])
+        metrics["tracker"]["leaks"] = 1.0
+        broken.append(replace(result, metrics=metrics))
+    outcomes = {o.claim.id: o for o in evaluate(cv.CLAIMS, lambda c, seed: broken[seed], seeds=range(5))}
+    assert not outcomes["truncation_cuts_tokens_and_time"].verdict.passed
+    assert not outcomes["realtime_truncated_wins"].verdict.passed
+    assert not outcomes["one_call_beats_multi_call"].verdict.passed
+    assert not outcomes["tracker_never_leaks"].verdict.passed
