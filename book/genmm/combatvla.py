@@ -316,13 +316,31 @@ Table(
 # %% [markdown]
 # ## Does the claim hold?
 #
-# Each claim is checked on three seeds (`python -m toyscale reproduce combatvla` runs the same
-# check; the tests run five seeds of a smaller configuration). The margins were set from the
-# seed noise of the paired differences before looking at the verdicts.
+# Each claim is checked on five seeds of the default configuration. Running them takes
+# longer than this page may, so their metrics are committed as a checked file
+# (`python -m toyscale data --rebuild combatvla_results` recomputes it); the tests and
+# `python -m toyscale reproduce combatvla` recompute everything and never read it. First,
+# proof that the file holds what `run` computes: seed 0, run above, against its stored row.
+# The numbers are the same on the machine that made the file; another CPU may round
+# differently and drift a little, and wall times always differ.
 
 # %%
-results = [result] + [cv.run(cv.Config(), seed=s) for s in (1, 2)]
-outcomes = check_results(cv.CLAIMS, results, seeds=[0, 1, 2], chapter="combatvla")
+results = cv.reference_results()
+stored = results[0].metrics
+rows = [
+    [cv.ARM_LABELS[arm], metric, result.metrics[arm][metric], stored[arm][metric]]
+    for arm in ("truncated", "full", "none")
+    for metric in ("paused", "realtime", "tokens")
+]
+assert all(abs(live - saved) <= 0.15 for _, _, live, saved in rows)
+Table(["arm", "metric", "seed 0, run here", "seed 0, committed"], rows)
+
+# %% [markdown]
+# The claims, on the committed seeds:
+
+# %%
+seeds = [r.seed for r in results]
+outcomes = check_results(cv.CLAIMS, results, seeds=seeds, chapter="combatvla")
 assert not any(o.fails_strict for o in outcomes), "an expected claim failed"
 claims_table(outcomes)
 
@@ -340,7 +358,7 @@ for arm in ("truncated", "full", "none", "multi_call"):
 Table(
     ["arm", "won paused", "won real time", "tokens", "ms / decision", "benchmark"],
     rows,
-    "Seeds 0–2",
+    f"Seeds {seeds[0]}–{seeds[-1]} (committed)",
 )
 
 # %% [markdown]

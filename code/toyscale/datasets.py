@@ -104,6 +104,12 @@ ARTIFACTS: dict[str, Artifact] = {
         Artifact(
             "victor_results", ("victor",), "toyscale.genmm.victor:reference_arrays", "data/genmm/victor_results.npz"
         ),
+        Artifact(
+            "combatvla_results",
+            ("combatvla",),
+            "toyscale.genmm.combatvla.results:reference_arrays",
+            "data/genmm/combatvla_results.npz",
+        ),
         Artifact("dcpt_grid", ("dcpt",), "toyscale.llm.dcpt.grid:reference_arrays", "data/llm/dcpt_grid.npz"),
     ]
 }

@@ -94,6 +94,7 @@ from .experiment import (
 )
 from .game import KEY_MEANING, KEYS, PHASES, Battle, expert_keys, new_battles, play, render, step
 from .model import TinyVLA, decode, parse_action, parse_thoughts, sequence_loss, train_stages
+from .results import reference_results, results_from_arrays
 from .tracker import ActionTracker, nearest_frame_pairs, session_clocks
 
 __all__ = [
@@ -146,7 +147,9 @@ __all__ = [
     "plans",
     "play",
     "record",
+    "reference_results",
     "render",
+    "results_from_arrays",
     "run",
     "scripted_agent",
     "sequence_loss",
