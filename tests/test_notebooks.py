@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jupytext
@@ -46,3 +47,16 @@ def test_no_outputs(path: Path) -> None:
 def test_notebook_is_in_toc(path: Path) -> None:
     entry = path.relative_to(ROOT).with_suffix("").as_posix()
     assert entry in (ROOT / "_toc.yml").read_text(), f"{entry} is not listed in _toc.yml"
+
+
+def test_references_parse_and_every_cited_key_exists() -> None:
+    # a fast check of what the book build would only catch minutes later: a broken entry or a missing key
+    from pybtex.database import parse_file
+
+    keys = set(parse_file(ROOT / "book" / "references.bib").entries)
+    cited = set()
+    for path in NOTEBOOKS:
+        for group in re.findall(r"\{cite[pt]?\}`([^`]+)`", path.with_suffix(".py").read_text()):
+            cited.update(key.strip() for key in group.split(","))
+    assert cited, "no {cite} found in the chapters"
+    assert not cited - keys, f"cited but not in book/references.bib: {sorted(cited - keys)}"
