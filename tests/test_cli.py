@@ -48,15 +48,43 @@ def test_run_prints_results_and_claims(capsys: pytest.CaptureFixture[str]) -> No
     assert "pointwise" in out and "gauc_over_pointwise" in out and "verdict" in out
 
 
-def test_reproduce_writes_the_scorecard_as_json(tmp_path: Path) -> None:
+def test_reproduce_writes_the_scorecard_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "scorecard.json"
-    assert main(["reproduce", "jrc", "--fast", "--seeds", "1", "--json", str(path)]) == 0
+    assert main(["reproduce", "jrc", "--fast", "--seeds", "2", "--seed-start", "200", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "jrc: effects " in out and " reproduced · controls " in out and "all: effects " in out
     scorecard = json.loads(path.read_text())
-    assert set(scorecard) == {"claims", "seconds"} and scorecard["seconds"]["jrc"] > 0
+    assert set(scorecard) == {"environment", "config", "seeds", "claims", "tally", "seconds"}
+    assert scorecard["seeds"] == [200, 201] and scorecard["config"] == "fast" and scorecard["seconds"]["jrc"] > 0
+    assert {"python", "torch", "numpy", "cpu", "cores", "torch_threads", "device"} <= set(scorecard["environment"])
     ids = [c["id"] for c in scorecard["claims"]]
     assert ids == [c.id for c in get("jrc").load().CLAIMS]
-    assert set(scorecard["claims"][0]) == {"chapter", "id", "statement", "expected", "passed", "detail"}
+    first = scorecard["claims"][0]
+    assert {"kind", "status", "seeds", "values", "parts"} <= set(first)
+    assert first["seeds"] == [200, 201] and len(first["values"]) == 2
+    assert scorecard["tally"]["jrc"]["effects"] >= 1
     assert [p.name for p in tmp_path.iterdir()] == ["scorecard.json"]  # no temporary file left
+
+
+def test_reproduce_rejects_a_negative_seed_start(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "jrc", "--seed-start", "-1"]) == 2
+    assert "--seed-start" in capsys.readouterr().err
+
+
+def test_calibrate_reports_window_pass_rates_and_keeps_off_the_book_seeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["calibrate", "jrc", "--seed-start", "3"]) == 2
+    assert "1000" in capsys.readouterr().err
+    assert main(["calibrate", "jrc", "--seeds", "4"]) == 2
+    capsys.readouterr()
+    path = tmp_path / "jrc.json"
+    assert main(["calibrate", "jrc", "--fast", "--seeds", "5", "--no-falsifiers", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "windows passing" in out and "gauc_over_pointwise" in out
+    record = json.loads(path.read_text())
+    assert record["seeds"] == list(range(1000, 1005)) and record["fast"] is True and "environment" in record
+    assert {c["id"] for c in record["claims"]} == {c.id for c in get("jrc").load().CLAIMS}
 
 
 def test_data_rebuild_rewrites_a_committed_file_and_rejects_unknown_names(

@@ -1,8 +1,9 @@
-"""The command line: `python -m toyscale list | run NAME | reproduce [NAME ...|--all] | bench [NAME ...|--all] | data`.
+"""The command line: `python -m toyscale list | run | reproduce | calibrate | bench | data`.
 
 User errors (an unknown chapter, a bad option) exit with status 2 and a one-line message, never a
-traceback. `reproduce --strict` exits 1 when an expected claim fails. `data --rebuild NAME`
-recomputes a committed data file (a trained model) and rewrites it.
+traceback. `reproduce --strict` exits 1 when an expected claim fails. `calibrate NAME` runs a
+chapter on calibration seeds (1000 and up) and reports how its claims' margins behave there.
+`data --rebuild NAME` recomputes a committed data file (a trained model) and rewrites it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from .chapters import CHAPTERS, Chapter, UnknownChapter, get
-from .core import Table, check_results, claims_table, evaluate, set_threads
+from .core import Table, check_results, claims_table, evaluate, set_threads, tally
+from .core.calibration import calibrate
+from .core.claims import BOOK_SEEDS, CALIBRATION_SEED_START, run_seeds
 from .core.data import atomic_write_bytes
+from .core.environment import environment
 from .core.timing import Stopwatch, peak_memory_mb
 from .datasets import ARTIFACTS, DATASETS
 
@@ -70,28 +74,74 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_json(path: Path, payload: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise UsageError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.seed_start < 0:
+        raise UsageError(f"--seed-start must be >= 0, got {args.seed_start}")
     chapters = _chapters(args.names, args.all)
-    outcomes, seconds = [], {}
+    seeds = range(args.seed_start, args.seed_start + args.seeds)
+    outcomes, seconds, lines = [], {}, []
     for chapter in chapters:
         module = chapter.load()
         with Stopwatch() as watch:
-            found = evaluate(module.CLAIMS, module.run, range(args.seeds), _config(module, args.fast), chapter.name)
+            found = evaluate(module.CLAIMS, module.run, seeds, _config(module, args.fast), chapter.name)
         seconds[chapter.name] = round(watch.seconds, 2)
         outcomes += found
+        lines.append(f"{chapter.name}: {tally(found).line()}")
     table = claims_table(outcomes)
     table.columns.insert(0, "chapter")
     for row, outcome in zip(table.rows, outcomes, strict=True):
         row.insert(0, outcome.chapter)
     print(table)
+    print()
+    print("\n".join(lines))
+    total = tally(outcomes)
+    print(f"all: {total.line()}")
     failed = [o for o in outcomes if o.fails_strict]
-    print(f"\n{len(outcomes) - len(failed)} of {len(outcomes)} claims as expected; {len(failed)} failed.")
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} claims as expected; {len(failed)} failed.")
     if args.json:
-        payload = {"claims": [o.as_dict() for o in outcomes], "seconds": seconds}
-        atomic_write_bytes(args.json, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
+        payload = {
+            "environment": environment(),
+            "config": "fast" if args.fast else "default",
+            "seeds": list(seeds),
+            "claims": [o.as_dict() for o in outcomes],
+            "tally": {c.name: vars(tally([o for o in outcomes if o.chapter == c.name])) for c in chapters},
+            "seconds": seconds,
+        }
+        _write_json(args.json, payload)
     return 1 if args.strict and failed else 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    if args.seeds < 5:
+        raise UsageError(f"--seeds must be at least 5 (one five-seed window), got {args.seeds}")
+    if args.seed_start < CALIBRATION_SEED_START:
+        raise UsageError(
+            f"calibration seeds start at {CALIBRATION_SEED_START}, got --seed-start {args.seed_start}: "
+            f"margins are never set on the book's seeds {BOOK_SEEDS[0]}–{BOOK_SEEDS[-1]} or near them"
+        )
+    chapter = _chapters([args.name], False)[0]
+    module = chapter.load()
+    config = _config(module, args.fast)
+    seeds = tuple(range(args.seed_start, args.seed_start + args.seeds))
+    results = run_seeds(module.run, seeds, config, desc=f"{chapter.name}: calibration seeds")
+    falsifiers = [] if args.no_falsifiers else list(getattr(module, "FALSIFIERS", ()))
+    falsified = [
+        (f, run_seeds(module.run, seeds, f.change(config), desc=f"{chapter.name}: {f.name}")) for f in falsifiers
+    ]
+    record = calibrate(chapter.name, module.CLAIMS, results, seeds, falsified=falsified, fast=args.fast)
+    print(record.table())
+    if falsified:
+        print()
+        print(record.falsifier_table())
+    if args.json:
+        _write_json(args.json, {"environment": environment(), **record.as_dict()})
+    return 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -144,7 +194,7 @@ def cmd_bench_one(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m toyscale", description=__doc__.splitlines()[0])
-    commands = top.add_subparsers(dest="command", required=True, metavar="{list,run,reproduce,bench,data}")
+    commands = top.add_subparsers(dest="command", required=True, metavar="{list,run,reproduce,calibrate,bench,data}")
 
     commands.add_parser("list", help="the chapters, their part and their claims").set_defaults(func=cmd_list)
 
@@ -157,11 +207,23 @@ def parser() -> argparse.ArgumentParser:
     reproduce = commands.add_parser("reproduce", help="check chapters' claims over several seeds: the scorecard")
     reproduce.add_argument("names", nargs="*", help="chapter names")
     reproduce.add_argument("--all", action="store_true", help="every chapter")
-    reproduce.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
+    reproduce.add_argument("--seeds", type=int, default=5, help="how many seeds (default 5)")
+    reproduce.add_argument("--seed-start", type=int, default=0, help="the first seed (default 0: seeds 0..N-1)")
     reproduce.add_argument("--fast", action="store_true", help="use Config.fast()")
     reproduce.add_argument("--json", type=Path, help="also write the scorecard as JSON to this path")
     reproduce.add_argument("--strict", action="store_true", help="exit 1 when an expected claim fails")
     reproduce.set_defaults(func=cmd_reproduce)
+
+    cal = commands.add_parser(
+        "calibrate", help="run a chapter on calibration seeds (1000 and up): each claim's spread and window pass rate"
+    )
+    cal.add_argument("name", help=f"one of: {', '.join(CHAPTERS)}")
+    cal.add_argument("--seeds", type=int, default=12, help="how many calibration seeds (default 12)")
+    cal.add_argument("--seed-start", type=int, default=CALIBRATION_SEED_START, help="the first seed (default 1000)")
+    cal.add_argument("--fast", action="store_true", help="use Config.fast()")
+    cal.add_argument("--no-falsifiers", action="store_true", help="skip rerunning the chapter's falsifiers")
+    cal.add_argument("--json", type=Path, help="also write the record as JSON (to commit beside the chapter)")
+    cal.set_defaults(func=cmd_calibrate)
 
     bench = commands.add_parser("bench", help="time each chapter's run() at its default config in a fresh process")
     bench.add_argument("names", nargs="*", help="chapter names")

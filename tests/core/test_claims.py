@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
-from toyscale.core import Claim, Verdict, all_of, at_most, claims_table, evaluate, paired, per_seed, unmet, within
+from toyscale.core import (
+    BASELINE_IN_PLACE,
+    MECHANISM_OFF,
+    Claim,
+    ClaimError,
+    Falsifier,
+    Verdict,
+    all_of,
+    at_most,
+    check_results,
+    claims_table,
+    evaluate,
+    falsify,
+    paired,
+    per_seed,
+    survivors,
+    tally,
+    unmet,
+    vanishes,
+    within,
+)
 
 
 def test_paired_passes_only_with_margin_and_wins() -> None:
@@ -37,7 +57,7 @@ def test_within_at_most_and_all_of() -> None:
 
 def test_unreproducible_claim_needs_a_reason() -> None:
     with pytest.raises(ValueError, match="reason"):
-        Claim("x", "s", "m", lambda rs: Verdict(True, ""), expected=False)
+        Claim("x", "s", "m", lambda rs: Verdict(True, ""), "effect", expected=False)
 
 
 @dataclass
@@ -56,20 +76,23 @@ def test_evaluate_runs_each_seed_once_and_builds_the_table() -> None:
         "A beats B by 10%",
         "score",
         lambda rs: paired([r.score for r in rs], [r.baseline for r in rs], margin=0.1),
+        "effect",
     )
     hopeless = Claim(
         "hopeless",
         "A gains +4% online",
         "score",
         lambda rs: paired([r.baseline for r in rs], [r.score for r in rs], margin=0.0),
+        "effect",
         expected=False,
         reason="no online traffic in a toy",
     )
     outcomes = evaluate([good, hopeless], _run, seeds=[0, 1, 2], chapter="toy")
-    assert [o.status for o in outcomes] == ["pass", "not reproduced at toy scale"]
+    assert [o.status for o in outcomes] == ["pass", "not reproduced"]
     assert not any(o.fails_strict for o in outcomes) and unmet(outcomes) == []
     table = claims_table(outcomes)
-    assert table.column("verdict") == ["pass", "not reproduced at toy scale"]
+    assert table.column("verdict") == ["pass", "not reproduced"]
+    assert table.column("kind") == ["effect", "effect"]
     assert "no online traffic" in str(table) and "<table" in table._repr_html_()
     assert outcomes[1].as_dict()["expected"] is False
 
@@ -88,9 +111,194 @@ def test_per_seed_reads_one_metric_per_result_and_names_what_is_missing() -> Non
 def test_unmet_names_each_expected_claim_that_failed() -> None:
     too_strict = Claim(
         "strict",
-        "A beats B by 100%",
+        "A beats B by 60%",
         "score",
-        lambda rs: paired([r.score for r in rs], [r.baseline for r in rs], margin=1.0),
+        lambda rs: paired([r.score for r in rs], [r.baseline for r in rs], margin=0.6),
+        "effect",
     )
     outcomes = evaluate([too_strict], _run, seeds=[0, 1], chapter="toy")
     assert len(unmet(outcomes)) == 1 and unmet(outcomes)[0].startswith("strict: ")
+
+
+# ---------------------------------------------------------------------------------------------
+# Kinds, statuses, the zero-spread guard, falsifiers and the tally (CLAIMS.md §1, §5)
+# ---------------------------------------------------------------------------------------------
+
+
+def _claim(kind: str, check, **extra) -> Claim:
+    return Claim("c", "the paper says", "the toy measures", check, kind, **extra)
+
+
+def _passes(rs) -> Verdict:
+    return paired([r.score for r in rs], [r.baseline for r in rs], margin=0.1)
+
+
+def _fails(rs) -> Verdict:
+    return paired([r.baseline for r in rs], [r.score for r in rs], margin=0.0)
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected", "check", "status", "strict"),
+    [
+        ("effect", True, _passes, "pass", False),
+        ("effect", True, _fails, "FAIL", True),
+        ("effect", False, _fails, "not reproduced", False),
+        ("effect", False, _passes, "pass (not expected)", False),
+        ("control", True, _passes, "pass", False),
+        ("control", True, _fails, "FAIL", True),
+        ("mechanism", True, _passes, "by construction", False),
+        ("mechanism", True, _fails, "FAIL", True),
+        ("modelled", True, _passes, "modelled", False),
+        ("modelled", True, _fails, "FAIL", True),
+        ("modelled", False, _fails, "not reproduced", False),
+    ],
+)
+def test_every_kind_expected_and_outcome_has_a_status(kind, expected, check, status, strict) -> None:
+    claim = _claim(kind, check, expected=expected, reason="" if expected else "the toy lacks the mechanism")
+    (outcome,) = check_results([claim], [_run(seed=s) for s in range(3)], [0, 1, 2])
+    assert outcome.status == status and outcome.fails_strict is strict
+
+
+def test_a_claim_that_needs_what_the_toy_lacks_is_not_measurable() -> None:
+    claim = _claim("effect", None, expected=False, needs="an online A/B test")
+    (outcome,) = check_results([claim], [_run(seed=0)], [0])
+    assert outcome.status == "not measurable here" and not outcome.fails_strict and not outcome.verdict.passed
+    assert "an online A/B test" in str(claims_table([outcome]))
+    with pytest.raises(ClaimError, match="check=None"):
+        _claim("effect", _passes, expected=False, needs="an online A/B test")
+    with pytest.raises(ClaimError, match="no check"):
+        _claim("effect", None)
+
+
+def test_kind_is_required_and_checked() -> None:
+    with pytest.raises(TypeError):
+        Claim("c", "s", "m", _passes)  # type: ignore[call-arg]
+    with pytest.raises(ClaimError, match="kind"):
+        _claim("finding", _passes)
+
+
+def test_a_reason_may_not_type_a_measured_number() -> None:
+    with pytest.raises(ClaimError, match="types a number"):
+        _claim("effect", _fails, expected=False, reason="the gain is only 0.004, below the margin")
+    with pytest.raises(ClaimError, match="types a number"):
+        _claim("effect", _fails, expected=False, reason="within 5 % of the baseline")
+    _claim("effect", _fails, expected=False, reason="the within-context term cancels what a page shares")
+
+
+@dataclass
+class _Flat:
+    score: float
+    baseline: float
+
+
+def test_the_guard_refuses_an_effect_whose_values_cannot_vary() -> None:
+    constant = [_Flat(score=2.0, baseline=1.0) for _ in range(4)]
+    with pytest.raises(ClaimError, match="modelled"):
+        check_results([_claim("effect", _passes)], constant, range(4))
+    with pytest.raises(ClaimError, match="modelled"):
+        check_results([_claim("control", _passes)], constant, range(4))
+    # a spread under 1 % of the margin is as good as none
+    barely = [_Flat(score=2.0 + 1e-5 * s, baseline=1.0) for s in range(4)]
+    with pytest.raises(ClaimError, match="barely vary"):
+        check_results([_claim("effect", _passes)], barely, range(4))
+    # declared honestly, the same numbers are accepted
+    assert check_results([_claim("modelled", _passes)], constant, range(4))[0].status == "modelled"
+    assert check_results([_claim("mechanism", _passes)], constant, range(4))[0].status == "by construction"
+    saturated = _claim("effect", _passes, saturated="every culprit named on every seed")
+    assert check_results([saturated], constant, range(4))[0].status == "pass"
+    # one seed has no spread to judge; falsified runs switch the guard off
+    assert check_results([_claim("effect", _passes)], constant[:1], [0])[0].status == "pass"
+    assert check_results([_claim("effect", _passes)], constant, range(4), guard=False)[0].status == "pass"
+    with pytest.raises(ClaimError, match="saturated"):
+        _claim("mechanism", _passes, saturated="why")
+
+
+def test_a_constant_side_condition_does_not_trip_the_guard_when_the_comparison_varies() -> None:
+    results = [_run(seed=s) for s in range(4)]
+
+    def check(rs) -> Verdict:
+        return all_of(_passes(rs), within([1.0 for _ in rs], 0.5, 1.5, name="equal budget"))
+
+    assert check_results([_claim("effect", check)], results, range(4))[0].status == "pass"
+
+
+def test_verdicts_carry_their_values_and_margin() -> None:
+    verdict = paired([0.3, 0.5], [0.1, 0.1], margin=0.1, name="Δ")
+    assert verdict.values == pytest.approx((0.2, 0.4)) and verdict.margin == 0.1 and verdict.name == "Δ"
+    lower = paired([0.1, 0.1], [0.3, 0.5], margin=0.1, higher_is_better=False)
+    assert lower.values == pytest.approx((0.2, 0.4))  # signed so that positive favours a
+    both = all_of(verdict, within([1.0, 2.0], 0.0, 3.0, "x"))
+    assert [leaf.values for leaf in both.leaves()] == [verdict.values, (1.0, 2.0)]
+    assert within([1.0], 0.0, float("inf"), "x").margin == 0.0  # a one-sided bound sets no scale
+
+
+def test_vanishes_passes_only_inside_its_band() -> None:
+    assert vanishes([0.51, 0.49, 0.5], [0.5, 0.5, 0.5], band=0.02).passed
+    assert not vanishes([0.6, 0.58, 0.61], [0.5, 0.5, 0.5], band=0.02).passed
+    assert not vanishes([0.4, 0.42, 0.39], [0.5, 0.5, 0.5], band=0.02).passed  # a large loss is no control either
+    with pytest.raises(ValueError, match="band"):
+        vanishes([1.0], [1.0], band=0.0)
+
+
+@dataclass(frozen=True)
+class _ToyConfig:
+    mechanism: bool = True  # the method's key term
+    method_is_baseline: bool = False  # run the baseline under the method's name
+
+
+def _toy_run(config: _ToyConfig | None = None, *, seed: int = 0) -> _Result:
+    config = config or _ToyConfig()
+    noise = 0.01 * ((seed * 7) % 5)
+    baseline = 0.5 + noise
+    gain = 0.3 if config.mechanism and not config.method_is_baseline else 0.0
+    return _Result(score=baseline + gain + 0.002 * seed, baseline=baseline)
+
+
+TOY_FALSIFIERS = [
+    Falsifier("term_off", MECHANISM_OFF, ("better",), lambda c: replace(c, mechanism=False), "the key term off"),
+    Falsifier(
+        "baseline_as_method", BASELINE_IN_PLACE, ("better",), lambda c: replace(c, method_is_baseline=True), "baseline"
+    ),
+]
+
+
+def test_falsify_reruns_the_experiment_and_the_claim_fails_under_each_falsifier() -> None:
+    good = _claim("effect", _passes)
+    good = replace(good, id="better")
+    assert not unmet(evaluate([good], _toy_run, range(5), _ToyConfig()))
+    for falsifier in TOY_FALSIFIERS:
+        outcomes = falsify(falsifier, [good], _toy_run, range(5), _ToyConfig())
+        assert not survivors(outcomes), survivors(outcomes)
+    # a claim that survives its falsifier is named
+    lenient = replace(good, check=lambda rs: Verdict(True, "always", values=(1.0, 2.0)))
+    assert survivors(falsify(TOY_FALSIFIERS[0], [lenient], _toy_run, range(5), _ToyConfig()))[0].startswith("better")
+    with pytest.raises(ValueError, match="unknown claims"):
+        falsify(TOY_FALSIFIERS[0], [replace(good, id="other")], _toy_run, range(3), _ToyConfig())
+    with pytest.raises(ClaimError, match="kind"):
+        Falsifier("f", "switched off", ("better",), lambda c: c, "")
+
+
+def test_tally_counts_effects_controls_and_the_rest() -> None:
+    results = [_run(seed=s) for s in range(3)]
+    claims = [
+        replace(_claim("effect", _passes), id="e1"),
+        replace(_claim("effect", _fails, expected=False, reason="the toy lacks it"), id="e2"),
+        replace(_claim("effect", None, expected=False, needs="an online test"), id="e3"),
+        replace(_claim("control", _passes), id="c1"),
+        replace(_claim("mechanism", _passes), id="m1"),
+        replace(_claim("modelled", _passes), id="d1"),
+    ]
+    counts = tally(check_results(claims, results, range(3)))
+    assert (counts.effects, counts.reproduced, counts.not_measurable) == (2, 1, 1)
+    assert (counts.controls, counts.controls_passed, counts.by_construction, counts.modelled) == (1, 1, 1, 1)
+    assert counts.line() == (
+        "effects 1 of 2 reproduced · controls 1/1 · by construction 1 · modelled 1 · not measurable 1"
+    )
+
+
+def test_outcome_json_has_kind_seeds_and_per_seed_values() -> None:
+    (outcome,) = check_results([_claim("effect", _passes)], [_run(seed=s) for s in (3, 4)], [3, 4], "toy")
+    record = outcome.as_dict()
+    assert record["kind"] == "effect" and record["seeds"] == [3, 4] and record["status"] == "pass"
+    assert record["values"] == pytest.approx([0.53, 0.54])
+    assert record["parts"][0]["margin"] == 0.1

@@ -7,7 +7,16 @@ import pytest
 import torch
 from torch import nn
 
-from toyscale.core import Stopwatch, Table, device, peak_memory_mb, rng, seed_everything, set_threads, train
+from toyscale.core import (
+    Stopwatch,
+    Table,
+    device,
+    peak_memory_mb,
+    rng,
+    seed_everything,
+    set_threads,
+    train,
+)
 
 
 def _fit_line(seed: int) -> tuple[list[float], torch.Tensor]:
@@ -19,7 +28,7 @@ def _fit_line(seed: int) -> tuple[list[float], torch.Tensor]:
     def loss_fn(m: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         return nn.functional.mse_loss(m(batch[0]), batch[1])
 
-    history = train(model, loss_fn, lambda epoch: [(X[:32], y[:32]), (X[32:], y[32:])], epochs=150, lr=0.05)
+    history = train(model, loss_fn, lambda epoch: [(X[:32], y[:32]), (X[32:], y[32:])], epochs=150, lr=0.05).losses
     return history, torch.cat([model.weight.detach().ravel(), model.bias.detach()])
 
 

@@ -1,34 +1,62 @@
-"""The parts every chapter shares: seeds, devices, the training loop, metrics, plots, claims, data and timing."""
+"""What every chapter shares: seeds, devices, splits, the training loop, metrics, plots, claims, data, timing."""
 
 from . import metrics, plot
 from .claims import (
+    BASELINE_IN_PLACE,
+    BOOK_SEEDS,
+    CALIBRATION_SEED_START,
+    CONTROL,
+    EFFECT,
+    MECHANISM,
+    MECHANISM_OFF,
+    MODELLED,
     Claim,
+    ClaimError,
     ClaimOutcome,
+    Falsifier,
     Verdict,
     all_of,
     at_most,
     check_results,
     claims_table,
     evaluate,
+    falsify,
     paired,
     per_seed,
+    survivors,
+    tally,
     unmet,
+    vanishes,
     within,
 )
 from .data import DataError, array_checksum, atomic_write_bytes, load_arrays, save_arrays
 from .devices import device, set_threads
 from .progress import progress
 from .seeding import rng, seed_everything
+from .splits import Split, split_units
 from .table import Table, mean_std
 from .timing import Stopwatch, peak_memory_mb
-from .train import train
+from .train import EarlyStopping, TrainLog, train
 
 __all__ = [
+    "BASELINE_IN_PLACE",
+    "BOOK_SEEDS",
+    "CALIBRATION_SEED_START",
+    "CONTROL",
+    "EFFECT",
+    "MECHANISM",
+    "MECHANISM_OFF",
+    "MODELLED",
     "Claim",
+    "ClaimError",
     "ClaimOutcome",
     "DataError",
+    "EarlyStopping",
+    "Falsifier",
+    "Split",
     "Stopwatch",
     "Table",
+    "TrainLog",
     "Verdict",
     "all_of",
     "array_checksum",
@@ -38,6 +66,7 @@ __all__ = [
     "claims_table",
     "device",
     "evaluate",
+    "falsify",
     "load_arrays",
     "mean_std",
     "metrics",
@@ -50,7 +79,11 @@ __all__ = [
     "save_arrays",
     "seed_everything",
     "set_threads",
+    "split_units",
+    "survivors",
+    "tally",
     "train",
     "unmet",
+    "vanishes",
     "within",
 ]

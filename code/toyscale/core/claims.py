@@ -1,16 +1,30 @@
-"""Claims: the unit of truth in the book.
+"""Claims: the unit of truth in the book (the standard is the project's CLAIMS.md).
 
-A `Claim` holds the paper's statement (with its number) and a check that a toy experiment either
-meets or does not. Toy effects are small next to seed noise, so checks compare arms trained on the
-same data and seed and look at the *paired* differences over several seeds: their mean, spread and
-how many seeds the method wins. A claim the toy honestly cannot show is declared with
-`expected=False` and a reason; it stays in every table, marked "not reproduced at toy scale", and
-never fails a strict run. Every other failing claim does.
+A `Claim` holds the paper's statement (with its number), its `kind`, and a check that a toy
+experiment either meets or does not. Four kinds:
+
+- `effect`: the paper's method beats an alternative. The only kind counted as reproduced.
+- `control`: a setting where the mechanism has nothing to act on, so the effect must vanish.
+- `mechanism`: a property that holds by design (a token count, a bit-identical output).
+- `modelled`: a number from an analytic or cost model with assumed constants.
+
+Toy effects are small next to seed noise, so checks compare arms trained on the same data and
+seed and look at the *paired* differences over several seeds: their mean, spread and how many
+seeds the method wins. Every check returns a `Verdict` that carries the per-seed values it judged
+and the margin it judged them against. An `effect` or `control` whose values do not vary over
+seeds is a model output in disguise: `check_results` refuses it unless the claim says why
+(`saturated`). A claim the toy honestly cannot show is declared with `expected=False` and a reason;
+it stays in every table, marked "not reproduced", and never fails a strict run; a claim that needs
+what no toy has (an online A/B test) names it in `needs` and is "not measurable here".
+
+A `Falsifier` is a named change to a chapter's config (the mechanism switched off, or the strongest
+baseline run under the method's name) under which given claims must fail (CLAIMS.md §5).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,13 +32,51 @@ from typing import Any
 from .progress import progress
 from .table import Table, mean_std
 
+EFFECT, CONTROL, MECHANISM, MODELLED = "effect", "control", "mechanism", "modelled"
+KINDS = (EFFECT, CONTROL, MECHANISM, MODELLED)
+
+#: Seeds the book's tables, tests and `reproduce` check by default (CLAIMS.md §4).
+BOOK_SEEDS = tuple(range(5))
+#: The first calibration seed: margins are set on seeds from here on, never on the book's seeds.
+CALIBRATION_SEED_START = 1000
+
+#: A spread below this share of the margin is "negligible next to the margin" (CLAIMS.md §1).
+NEGLIGIBLE_SPREAD = 0.01
+
+# The statuses a claim can have in a table, and what `reproduce --strict` fails on ("FAIL").
+PASS, FAIL, NOT_REPRODUCED, PASS_NOT_EXPECTED = "pass", "FAIL", "not reproduced", "pass (not expected)"
+BY_CONSTRUCTION, MODELLED_STATUS, NOT_MEASURABLE = "by construction", "modelled", "not measurable here"
+
+# A measured number typed into prose: a decimal (0.03, +4.4) or a percentage (31 %).
+_TYPED_NUMBER = re.compile(r"\d+\.\d+|\d+\s*%")
+
+
+class ClaimError(ValueError):
+    """A claim that breaks the protocol: a bad declaration, or an effect whose values cannot vary."""
+
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of one check: pass or not, and the numbers behind it."""
+    """The outcome of one check: pass or not, the numbers behind it, and the per-seed values judged.
+
+    values: one number per seed (a paired difference, signed so that positive favours the method;
+    or the metric itself for a bound); margin: the scale the values were judged against (the
+    margin of a paired check, the half-width of a band, a limit), 0 when there is none (a one-sided bound);
+    parts: the verdicts an `all_of` combines (empty for a single check); name: what was compared.
+    """
 
     passed: bool
     detail: str
+    values: tuple[float, ...] = ()
+    margin: float = 0.0
+    parts: tuple[Verdict, ...] = ()
+    name: str = ""
+
+    def leaves(self) -> tuple[Verdict, ...]:
+        """The single checks this verdict is made of: itself, or the leaves of its parts."""
+        if not self.parts:
+            return (self,)
+        return tuple(leaf for part in self.parts for leaf in part.leaves())
 
 
 @dataclass(frozen=True)
@@ -33,21 +85,51 @@ class Claim:
 
     id: short stable name (`gauc_over_pointwise`); statement: the paper's words with its number;
     metric: what the toy measures; check: gets one `Result` per seed and returns a `Verdict`;
-    expected: False when the toy cannot show the claim, with `reason` saying why.
+    kind: `effect`, `control`, `mechanism` or `modelled` (see the module docstring);
+    expected: False when the toy cannot show the claim, with `reason` saying why (no typed
+    measured numbers: the numbers come from the live check); needs: what the toy lacks to
+    measure the claim at all (an online A/B test), for a claim with no check;
+    saturated: why the per-seed values of an `effect` or `control` may all be equal (a metric at
+    its ceiling on every seed), which the zero-spread guard otherwise refuses.
     """
 
     id: str
     statement: str
     metric: str
-    check: Callable[[Sequence[Any]], Verdict]
+    check: Callable[[Sequence[Any]], Verdict] | None
+    kind: str
     expected: bool = True
     reason: str = ""
+    needs: str = ""
+    saturated: str = ""
 
     def __post_init__(self) -> None:
         if not self.id or not self.id.replace("_", "").isalnum():
-            raise ValueError(f"claim id must be a non-empty identifier, got {self.id!r}")
-        if not self.expected and not self.reason:
-            raise ValueError(f"claim {self.id!r} is marked expected=False, so it needs a reason")
+            raise ClaimError(f"claim id must be a non-empty identifier, got {self.id!r}")
+        if self.kind not in KINDS:
+            raise ClaimError(f"claim {self.id!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        if self.needs:
+            if self.check is not None or self.expected:
+                raise ClaimError(
+                    f"claim {self.id!r} names what it needs ({self.needs!r}), so it is not measured: "
+                    "give it check=None and expected=False"
+                )
+        elif self.check is None:
+            raise ClaimError(f"claim {self.id!r} has no check; say what the toy lacks to measure it in `needs`")
+        if not self.expected and not (self.reason or self.needs):
+            raise ClaimError(f"claim {self.id!r} is marked expected=False, so it needs a reason")
+        if _TYPED_NUMBER.search(self.reason):
+            raise ClaimError(
+                f"claim {self.id!r}: its reason types a number ({_TYPED_NUMBER.search(self.reason).group()!r}); "
+                "name the mechanism and let the table show the measured numbers (CLAIMS.md §6)"
+            )
+        if self.saturated and self.kind not in (EFFECT, CONTROL):
+            raise ClaimError(f"claim {self.id!r}: `saturated` explains an effect's or control's equal values only")
+
+    @property
+    def measurable(self) -> bool:
+        """False for a claim that needs what no toy has (it is listed, never checked)."""
+        return not self.needs
 
 
 @dataclass(frozen=True)
@@ -61,27 +143,64 @@ class ClaimOutcome:
 
     @property
     def status(self) -> str:
-        """'pass', 'FAIL', 'not reproduced at toy scale', or 'pass (not expected)'."""
-        if self.claim.expected:
-            return "pass" if self.verdict.passed else "FAIL"
-        return "pass (not expected)" if self.verdict.passed else "not reproduced at toy scale"
+        """What the table shows; see `status_of`."""
+        return status_of(self.claim, self.verdict.passed)
 
     @property
     def fails_strict(self) -> bool:
-        """True when an expected claim failed: what `reproduce --strict` exits 1 on."""
-        return self.claim.expected and not self.verdict.passed
+        """True when an expected claim failed, whatever its kind: what `reproduce --strict` exits 1 on."""
+        return self.claim.measurable and self.claim.expected and not self.verdict.passed
+
+    @property
+    def reproduced(self) -> bool:
+        """True for an expected effect whose check passed: what the scorecard counts."""
+        return self.claim.kind == EFFECT and self.status == PASS
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form the CLI writes."""
-        detail = self.verdict.detail + ("" if self.claim.expected else f" (not expected: {self.claim.reason})")
+        """The JSON form the CLI writes: the claim, its kind and status, and the values behind the verdict.
+
+        `values` are the per-seed values of the (first) check; `parts` lists every single check of a
+        combined verdict with its own values and margin.
+        """
+        leaves = self.verdict.leaves()
         return {
             "chapter": self.chapter,
             "id": self.claim.id,
+            "kind": self.claim.kind,
             "statement": self.claim.statement,
+            "metric": self.claim.metric,
             "expected": self.claim.expected,
             "passed": self.verdict.passed,
-            "detail": detail,
+            "status": self.status,
+            "detail": self.verdict.detail,
+            "reason": self.claim.reason or self.claim.needs,
+            "seeds": list(self.seeds),
+            "values": list(leaves[0].values),
+            "parts": [
+                {"name": leaf.name, "passed": leaf.passed, "values": list(leaf.values), "margin": leaf.margin}
+                for leaf in leaves
+            ],
         }
+
+
+def status_of(claim: Claim, passed: bool) -> str:
+    """The status of a claim whose check passed or not.
+
+    | kind                | expected, passed | expected, failed | not expected, passed | not expected, failed |
+    |---------------------|------------------|------------------|----------------------|----------------------|
+    | effect, control     | pass             | FAIL             | pass (not expected)  | not reproduced       |
+    | mechanism           | by construction  | FAIL             | pass (not expected)  | not reproduced       |
+    | modelled            | modelled         | FAIL             | pass (not expected)  | not reproduced       |
+
+    A claim that is not measurable (it names its `needs`) is "not measurable here".
+    """
+    if not claim.measurable:
+        return NOT_MEASURABLE
+    if not claim.expected:
+        return PASS_NOT_EXPECTED if passed else NOT_REPRODUCED
+    if not passed:
+        return FAIL
+    return {MECHANISM: BY_CONSTRUCTION, MODELLED: MODELLED_STATUS}.get(claim.kind, PASS)
 
 
 def per_seed(results: Sequence[Any], arm: str, metric: str) -> list[float]:
@@ -104,7 +223,8 @@ def paired(
     """Check that arm `a` beats arm `b` by more than `margin`, paired by seed.
 
     With d_s = a_s − b_s (or b_s − a_s when lower is better) for each seed s, the check passes when
-    mean(d) > margin and d_s > 0 on at least ceil(min_win_fraction · n) seeds.
+    mean(d) > margin and d_s > 0 on at least ceil(min_win_fraction · n) seeds. The verdict's values
+    are the d_s.
     """
     if len(a) != len(b) or len(a) == 0:
         raise ValueError(f"a and b need one value per seed and the same seeds, got {len(a)} and {len(b)}")
@@ -113,7 +233,7 @@ def paired(
     if not 0 < min_win_fraction <= 1:
         raise ValueError(f"min_win_fraction must be in (0, 1], got {min_win_fraction}")
     sign = 1.0 if higher_is_better else -1.0
-    deltas = [sign * (x - y) for x, y in zip(a, b, strict=True)]
+    deltas = tuple(sign * (x - y) for x, y in zip(a, b, strict=True))
     mean, std = mean_std(deltas)
     wins = sum(d > 0 for d in deltas)
     needed = math.ceil(min_win_fraction * len(deltas) - 1e-9)
@@ -123,7 +243,31 @@ def paired(
         f"{name} = {mean:+.4f} ± {std:.4f} ({better} is better), "
         f"wins {wins}/{len(deltas)} seeds (needs {needed}), margin {margin:g}"
     )
-    return Verdict(passed, detail)
+    return Verdict(passed, detail, deltas, margin, name=name)
+
+
+def vanishes(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    band: float,
+    higher_is_better: bool = True,
+    name: str = "Δ",
+) -> Verdict:
+    """A negative control: the paired difference a − b (sign as in `paired`) has a mean within ±band.
+
+    It passes when |mean(d)| ≤ band, so an effect that persists where the mechanism has nothing to
+    act on, or a large loss, fails it. The band comes from calibration seeds like a margin.
+    """
+    if len(a) != len(b) or len(a) == 0:
+        raise ValueError(f"a and b need one value per seed and the same seeds, got {len(a)} and {len(b)}")
+    if not band > 0:
+        raise ValueError(f"band must be > 0, got {band}")
+    sign = 1.0 if higher_is_better else -1.0
+    deltas = tuple(sign * (x - y) for x, y in zip(a, b, strict=True))
+    mean, std = mean_std(deltas)
+    detail = f"{name} = {mean:+.4f} ± {std:.4f} over {len(deltas)} seeds, must lie within ±{band:g}"
+    return Verdict(abs(mean) <= band, detail, deltas, band, name=name)
 
 
 def within(values: Sequence[float], lo: float, hi: float, name: str) -> Verdict:
@@ -135,7 +279,8 @@ def within(values: Sequence[float], lo: float, hi: float, name: str) -> Verdict:
     inside = sum(lo <= v <= hi for v in values)
     mean, std = mean_std(values)
     detail = f"{name} = {mean:.4f} ± {std:.4f}, {inside}/{len(values)} seeds in [{lo:g}, {hi:g}]"
-    return Verdict(inside == len(values), detail)
+    half_width = (hi - lo) / 2 if math.isfinite(hi - lo) else 0.0  # a one-sided bound sets no scale
+    return Verdict(inside == len(values), detail, tuple(float(v) for v in values), half_width, name=name)
 
 
 def at_most(values: Sequence[float], limit: float, name: str) -> Verdict:
@@ -143,14 +288,85 @@ def at_most(values: Sequence[float], limit: float, name: str) -> Verdict:
     if not values:
         raise ValueError("at_most needs at least one value")
     mean, std = mean_std(values)
-    return Verdict(mean <= limit, f"{name} = {mean:+.4f} ± {std:.4f} over {len(values)} seeds (limit {limit:+g})")
+    detail = f"{name} = {mean:+.4f} ± {std:.4f} over {len(values)} seeds (limit {limit:+g})"
+    return Verdict(mean <= limit, detail, tuple(float(v) for v in values), abs(limit), name=name)
 
 
 def all_of(*verdicts: Verdict) -> Verdict:
     """A verdict that passes when every part passes, with every part's numbers."""
     if not verdicts:
         raise ValueError("all_of needs at least one verdict")
-    return Verdict(all(v.passed for v in verdicts), "; ".join(v.detail for v in verdicts))
+    return Verdict(all(v.passed for v in verdicts), "; ".join(v.detail for v in verdicts), parts=tuple(verdicts))
+
+
+def not_measured(reason: str) -> Verdict:
+    """The verdict of a claim that is not measured: it fails, and says why."""
+    return Verdict(False, f"not measured: {reason}")
+
+
+def guard_spread(claim: Claim, verdict: Verdict) -> None:
+    """Refuse an `effect` or `control` whose per-seed values are all equal or barely vary (CLAIMS.md §1).
+
+    Such a check reads a model output, not a measurement: declare it `modelled` or `mechanism`,
+    or, when a measured metric is saturated on every seed, say so in the claim's `saturated`. A
+    combined check is refused when none of its parts varies: a side condition (an equal budget, a
+    matched rate) may be constant, the comparison itself may not.
+    """
+    if claim.kind not in (EFFECT, CONTROL) or claim.saturated:
+        return
+    judged = [leaf for leaf in verdict.leaves() if len(leaf.values) >= 2]
+    if not judged or not all(_degenerate(leaf) for leaf in judged):
+        return
+    leaf = judged[0]
+    _, std = mean_std(leaf.values)
+    raise ClaimError(
+        f"claim {claim.id!r} is an {claim.kind} whose values barely vary over {len(leaf.values)} seeds "
+        f"(sd {std:.3g} against a margin of {leaf.margin:g}: {verdict.detail}). A check that seed noise cannot "
+        "move reads a model output: declare it kind='modelled' or 'mechanism', or, if a measured metric "
+        "is saturated on every seed, say why in `saturated=`"
+    )
+
+
+def _degenerate(leaf: Verdict) -> bool:
+    """True when a check's per-seed values are all equal, or their spread is negligible next to its margin."""
+    _, std = mean_std(leaf.values)
+    tiny = 1e-12 * max(1.0, max(abs(v) for v in leaf.values))
+    return std <= tiny or (leaf.margin > 0 and std < NEGLIGIBLE_SPREAD * leaf.margin)
+
+
+def check_results(
+    claims: Sequence[Claim], results: Sequence[Any], seeds: Sequence[int], chapter: str = "", *, guard: bool = True
+) -> list[ClaimOutcome]:
+    """Check every claim on results already computed, one per seed in `seeds`.
+
+    With `guard` (the default) an effect or control whose values cannot vary raises `ClaimError`
+    (see `guard_spread`); falsified runs switch it off, since a baseline run under the method's
+    name ties it exactly.
+    """
+    if len(results) != len(seeds):
+        raise ValueError(f"need one result per seed, got {len(results)} results for {len(seeds)} seeds")
+    outcomes = []
+    for claim in claims:
+        if claim.check is None:
+            verdict = not_measured(claim.needs)
+        else:
+            verdict = claim.check(list(results))
+            if not isinstance(verdict, Verdict):
+                raise TypeError(f"the check of claim {claim.id!r} returned {type(verdict).__name__}, not a Verdict")
+            if guard:
+                guard_spread(claim, verdict)
+        outcomes.append(ClaimOutcome(chapter, claim, verdict, tuple(seeds)))
+    return outcomes
+
+
+def run_seeds(run: Callable[..., Any], seeds: Sequence[int], config: Any = None, desc: str = "seeds") -> list[Any]:
+    """`run(config, seed=s)` for every seed, in order (distinct seeds, at least one)."""
+    seeds = tuple(seeds)
+    if not seeds:
+        raise ValueError("need at least one seed")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds}")
+    return [run(config, seed=s) for s in progress(seeds, desc=desc)]
 
 
 def evaluate(
@@ -162,21 +378,8 @@ def evaluate(
 ) -> list[ClaimOutcome]:
     """Run `run(config, seed=s)` once per seed and check every claim on the list of results."""
     seeds = tuple(seeds)
-    if not seeds:
-        raise ValueError("evaluate needs at least one seed")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct, got {seeds}")
-    results = [run(config, seed=s) for s in progress(seeds, desc=f"{chapter or 'claims'}: seeds")]
+    results = run_seeds(run, seeds, config, desc=f"{chapter or 'claims'}: seeds")
     return check_results(claims, results, seeds, chapter)
-
-
-def check_results(
-    claims: Sequence[Claim], results: Sequence[Any], seeds: Sequence[int], chapter: str = ""
-) -> list[ClaimOutcome]:
-    """Check every claim on results already computed, one per seed in `seeds`."""
-    if len(results) != len(seeds):
-        raise ValueError(f"need one result per seed, got {len(results)} results for {len(seeds)} seeds")
-    return [ClaimOutcome(chapter, claim, claim.check(list(results)), tuple(seeds)) for claim in claims]
 
 
 def unmet(outcomes: Sequence[ClaimOutcome]) -> list[str]:
@@ -187,12 +390,130 @@ def unmet(outcomes: Sequence[ClaimOutcome]) -> list[str]:
     return [f"{o.claim.id}: {o.verdict.detail}" for o in outcomes if o.fails_strict]
 
 
+# ---------------------------------------------------------------------------------------------
+# Falsifiers (CLAIMS.md §5)
+# ---------------------------------------------------------------------------------------------
+
+MECHANISM_OFF, BASELINE_IN_PLACE = "mechanism off", "baseline in its place"
+
+
+@dataclass(frozen=True)
+class Falsifier:
+    """A named change to a chapter's experiment under which the claims it names must fail.
+
+    name: short stable name (`ranking_off`); kind: `MECHANISM_OFF` (the method's key term switched
+    off) or `BASELINE_IN_PLACE` (the strongest baseline run under the method's name); claims: the ids
+    of the effects that must then fail; change: config → the changed config (the experiment is rerun,
+    never copied); description: the change in words.
+    """
+
+    name: str
+    kind: str
+    claims: tuple[str, ...]
+    change: Callable[[Any], Any]
+    description: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in (MECHANISM_OFF, BASELINE_IN_PLACE):
+            raise ClaimError(
+                f"falsifier {self.name!r}: kind must be {MECHANISM_OFF!r} or {BASELINE_IN_PLACE!r}, got {self.kind!r}"
+            )
+        if not self.claims:
+            raise ClaimError(f"falsifier {self.name!r} names no claim that must fail under it")
+
+
+def falsify(
+    falsifier: Falsifier,
+    claims: Sequence[Claim],
+    run: Callable[..., Any],
+    seeds: Sequence[int],
+    config: Any,
+    chapter: str = "",
+) -> list[ClaimOutcome]:
+    """Rerun the experiment with the falsifier's change and check the claims it names (no spread guard)."""
+    by_id = {claim.id: claim for claim in claims}
+    unknown = [name for name in falsifier.claims if name not in by_id]
+    if unknown:
+        raise ValueError(f"falsifier {falsifier.name!r} names unknown claims {unknown}; the claims are {list(by_id)}")
+    changed = falsifier.change(config)
+    results = run_seeds(run, seeds, changed, desc=f"{chapter or 'claims'}: {falsifier.name}")
+    named = [by_id[name] for name in falsifier.claims]
+    return check_results(named, results, tuple(seeds), chapter, guard=False)
+
+
+def survivors(outcomes: Sequence[ClaimOutcome]) -> list[str]:
+    """The claims that still pass under a falsifier, each as 'id: numbers' (empty when all fail, as they must).
+
+    Tests write `assert not survivors(outcomes), survivors(outcomes)`.
+    """
+    return [f"{o.claim.id}: {o.verdict.detail}" for o in outcomes if o.verdict.passed]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables and the scorecard
+# ---------------------------------------------------------------------------------------------
+
+
 def claims_table(outcomes: Sequence[ClaimOutcome]) -> Table:
-    """The table every chapter shows: the paper's claim, the toy's numbers, and the verdict."""
+    """The table every chapter shows: the claim, its kind, the paper's words, the toy's numbers, the status."""
     rows = []
     for o in outcomes:
-        toy = o.verdict.detail if o.claim.expected else f"{o.verdict.detail}. Why: {o.claim.reason}"
-        rows.append([o.claim.id, o.claim.statement, f"{o.claim.metric}: {toy}", o.status])
+        why = o.claim.reason or o.claim.needs
+        toy = f"{o.verdict.detail}. Why: {why}" if why and not o.claim.expected else o.verdict.detail
+        if not o.claim.measurable:
+            toy = f"not measured: {o.claim.needs}"
+        rows.append([o.claim.id, o.claim.kind, o.claim.statement, f"{o.claim.metric}: {toy}", o.status])
     seeds = sorted({s for o in outcomes for s in o.seeds})
-    caption = f"Claims checked over seeds {seeds}" if seeds else "Claims"
-    return Table(["claim", "the paper says", "the toy measures", "verdict"], rows, caption)
+    caption = f"Claims checked over seeds {_seed_range(seeds)}" if seeds else "Claims"
+    return Table(["claim", "kind", "the paper says", "the toy measures", "verdict"], rows, caption)
+
+
+def _seed_range(seeds: Sequence[int]) -> str:
+    """'0–4' for consecutive seeds, else the list."""
+    if len(seeds) > 2 and list(seeds) == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(str(s) for s in seeds)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The scorecard's counts for a set of outcomes (one chapter, a part, or the whole book)."""
+
+    effects: int  # measurable effects
+    reproduced: int  # expected effects that passed
+    not_measurable: int  # effects that need what the toy lacks
+    controls: int
+    controls_passed: int
+    by_construction: int  # mechanisms that hold
+    modelled: int  # modelled claims (whatever their outcome)
+    failed: int  # expected claims that failed, any kind
+
+    def line(self) -> str:
+        """'effects 1 of 3 reproduced · controls 1/1 · by construction 2 · modelled 0' (and what failed)."""
+        text = (
+            f"effects {self.reproduced} of {self.effects} reproduced · controls {self.controls_passed}/{self.controls}"
+            f" · by construction {self.by_construction} · modelled {self.modelled}"
+        )
+        if self.not_measurable:
+            text += f" · not measurable {self.not_measurable}"
+        if self.failed:
+            text += f" · FAILED {self.failed}"
+        return text
+
+
+def tally(outcomes: Sequence[ClaimOutcome]) -> Tally:
+    """Count the outcomes the way the scorecard does (CLAIMS.md §1: only effects count as reproduced)."""
+
+    def count(kind: str, *, measurable: bool = True) -> int:
+        return sum(o.claim.kind == kind and o.claim.measurable == measurable for o in outcomes)
+
+    return Tally(
+        effects=count(EFFECT),
+        reproduced=sum(o.reproduced for o in outcomes),
+        not_measurable=sum(not o.claim.measurable for o in outcomes),
+        controls=count(CONTROL),
+        controls_passed=sum(o.claim.kind == CONTROL and o.status == PASS for o in outcomes),
+        by_construction=sum(o.status == BY_CONSTRUCTION for o in outcomes),
+        modelled=count(MODELLED),
+        failed=sum(o.fails_strict for o in outcomes),
+    )

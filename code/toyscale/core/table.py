@@ -12,8 +12,11 @@ from typing import Any
 VERDICT_STYLES = {
     "pass": "color: #1a7f37; font-weight: 600",
     "FAIL": "color: #cf222e; font-weight: 600",
-    "not reproduced at toy scale": "color: #6e7781",
+    "not reproduced": "color: #6e7781; font-weight: 600",
     "pass (not expected)": "color: #9a6700",
+    "by construction": "color: #57606a; font-style: italic",
+    "modelled": "color: #57606a; font-style: italic",
+    "not measurable here": "color: #6e7781; font-style: italic",
 }
 
 

@@ -193,7 +193,7 @@ def train_lm(
         for _ in range(min(log_every, steps - chunk * log_every)):
             yield sample_windows(data, batch_size, config.context, generator)
 
-    history = train(model, lm_loss, batches, epochs=n_chunks, lr=lr, desc="TinyLM")
+    history = train(model, lm_loss, batches, epochs=n_chunks, lr=lr, desc="TinyLM").losses
     return model, history
 
 

@@ -425,6 +425,7 @@ def _check_rate(results: Sequence[Result]) -> Verdict:
 CLAIMS = [
     Claim(
         id="beats_naive_early_stop",
+        kind="effect",
         statement=(
             "At the same rate and no more denoiser evaluations, BADiff's samples are better than naive early "
             "stopping (FID 11.4 vs 22.9 on CIFAR-10 at low bitrate)."
@@ -441,12 +442,14 @@ CLAIMS = [
     ),
     Claim(
         id="fewer_evals_than_cascade",
+        kind="effect",
         statement="BADiff needs fewer denoising steps than full sampling followed by the codec (about 1.7× faster).",
         metric="denoiser evaluations per image, BADiff vs the full cascade (T = 50), mean over targets",
         check=_check_fewer_evals,
     ),
     Claim(
         id="quality_vs_cascade",
+        kind="effect",
         statement="BADiff's quality is also better than the full cascade's (FID 11.4 vs 13.6).",
         metric="Fréchet distance, BADiff vs full sampling + codec, mean over targets",
         check=_check_vs_cascade,
@@ -459,6 +462,7 @@ CLAIMS = [
     ),
     Claim(
         id="rate_tracks_target",
+        kind="mechanism",
         statement="The achieved rate follows the target derived from the bandwidth.",
         metric="mean |achieved − target| bits per pixel of BADiff's transmitted images, every seed",
         check=_check_rate,

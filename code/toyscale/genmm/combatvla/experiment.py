@@ -286,6 +286,7 @@ def _check_tracker(results: Sequence[Result]) -> Verdict:
 CLAIMS = [
     Claim(
         id="truncation_cuts_tokens_and_time",
+        kind="mechanism",
         statement=(
             "Truncated AoT decodes far fewer tokens and takes less time per decision than full AoT "
             "(43.1 vs 116.6 tokens, 1.85 vs 3.73 s) without losing combat understanding "
@@ -296,6 +297,7 @@ CLAIMS = [
     ),
     Claim(
         id="realtime_truncated_wins",
+        kind="effect",
         statement=(
             "Deciding fast matters in a live fight: one truncated call per decision is what makes CombatVLA "
             "playable in real time, where slower decoding loses to its own latency."
@@ -305,6 +307,7 @@ CLAIMS = [
     ),
     Claim(
         id="paused_close",
+        kind="effect",
         statement=(
             "Truncation costs no decision quality: with the game paused during inference, truncated AoT plays "
             "as well as full AoT (the paper: stage 3 keeps or raises every score)."
@@ -315,12 +318,13 @@ CLAIMS = [
         reason=(
             "full AoT, which computes the key from its own explanation (a small chain of thought), is the "
             "better paused player on most seeds at this budget (on all five of the tests' seeds), and the "
-            "paired difference swings by up to ±0.2 from seed to seed, so a mean over three seeds may land "
+            "paired difference swings widely from seed to seed, so a mean over three seeds may land "
             "inside the margin by chance; the toy does not establish that truncation is free"
         ),
     ),
     Claim(
         id="one_call_beats_multi_call",
+        kind="mechanism",
         statement=(
             "One truncated call per decision instead of an agent framework's 5–10 full calls: 1.85 s vs "
             "61.7 s (Cradle) and 90.2 s (VARP), the '50×'."
@@ -330,6 +334,7 @@ CLAIMS = [
     ),
     Claim(
         id="tracker_never_leaks",
+        kind="mechanism",
         statement="The action tracker pairs each action with the frames before it.",
         metric="pairs with an input frame stamped at or after the key (recorded play), vs nearest-frame pairing",
         check=_check_tracker,

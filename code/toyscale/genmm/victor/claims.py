@@ -54,6 +54,7 @@ def _check_retrieval(results: Sequence[Result]) -> Verdict:
 CLAIMS = [
     Claim(
         id="order_tasks_raise_group6",
+        kind="effect",
         statement=(
             "Proxy tasks that model sequential order (sentence order, frame order, masked frames) let the model "
             "understand the order of events, where word–frame co-occurrence does not."
@@ -63,6 +64,7 @@ CLAIMS = [
     ),
     Claim(
         id="full_victor_raises_group6",
+        kind="effect",
         statement=(
             "The full Victor (every proxy task and queue-based alignment) understands order where "
             "co-occurrence does not."
@@ -72,12 +74,14 @@ CLAIMS = [
     ),
     Claim(
         id="bag_of_digits_at_chance",
+        kind="mechanism",
         statement="(Control) An order-blind model cannot beat chance on group-6: the task measures order.",
         metric="group-6 of the bag-of-digits model and of the caption-leak oracle (must be 1/6); order oracle (1)",
         check=_check_bag_at_chance,
     ),
     Claim(
         id="victor_retrieval_over_cooccur",
+        kind="effect",
         statement="Victor beats co-occurrence pre-training (VideoBERT, UniVL) on downstream tasks such as retrieval.",
         metric="text→video R@1 over a gallery of test videos with distinct captions, Victor vs co-occurrence only",
         check=_check_retrieval,

@@ -92,12 +92,14 @@ def _check_teacher(results: Sequence[Result]) -> Verdict:
 CLAIMS = [
     Claim(
         id="teacher_beats_student",
+        kind="mechanism",
         statement="The teacher is better than the student on every domain (the premise of distillation).",
         metric="test perplexity ratio student/teacher, every arm, every domain, every seed: above 1",
         check=_check_teacher,
     ),
     Claim(
         id="beats_cpt",
+        kind="effect",
         statement="DDK beats continued pretraining of the student at the same tokens (55.41 vs CPT 50.48 "
         "average benchmark score).",
         metric="mean over domains of the test perplexity ratio, DDK vs CPT (no teacher, uniform mix), paired by seed",
@@ -105,6 +107,7 @@ CLAIMS = [
     ),
     Claim(
         id="beats_kd_on_mean",
+        kind="effect",
         statement="DDK beats plain KD with a fixed uniform mix at the same tokens (55.41 vs 52.87).",
         metric="mean over domains of the test perplexity ratio, DDK vs KD (uniform mix), paired by seed",
         check=_check_kd,
@@ -118,12 +121,14 @@ CLAIMS = [
     ),
     Claim(
         id="narrows_worst_domain",
+        kind="effect",
         statement="DDK spends its tokens where the student lags, so the worst domain's gap narrows more than under KD.",
         metric="largest test perplexity ratio over domains, DDK vs KD, paired by seed",
         check=_check_worst,
     ),
     Claim(
         id="smoothing_steadies_r",
+        kind="mechanism",
         statement="Factor smoothing makes the mixture change smoothly without losing the gain (ablation: 57.46 "
         "with smoothing, 56.56 without).",
         metric="mean L1 change of r between updates, DDK vs DDK without smoothing; and the mean test ratio "
@@ -132,6 +137,7 @@ CLAIMS = [
     ),
     Claim(
         id="dynamic_beats_static",
+        kind="effect",
         statement="Updating the mixture during training beats keeping the first mixture r₀ (reported either way).",
         metric="mean over domains of the test perplexity ratio, DDK vs a static mix fixed at r₀",
         check=_check_static,

@@ -221,7 +221,7 @@ def warm_up(data: DistillData, config: Config, seed: int) -> tuple[TinyLM, list[
         X, y, t = batch
         return distillation_loss(m(X), y, t, 0.0)
 
-    history = train(model, loss_fn, batches, epochs=1, lr=config.lr, desc="warm-up")
+    history = train(model, loss_fn, batches, epochs=1, lr=config.lr, desc="warm-up").losses
     return model, history
 
 
@@ -263,7 +263,7 @@ def distill_arm(
         X, y, t = batch
         return distillation_loss(m(X), y, t, gamma)
 
-    history = train(model, loss_fn, batches, epochs=config.steps // config.update_every, lr=config.lr, desc=arm)
+    history = train(model, loss_fn, batches, epochs=config.steps // config.update_every, lr=config.lr, desc=arm).losses
     trace["loss"] = history
     return model, trace
 

@@ -273,6 +273,7 @@ def _check_gptq(results: Sequence[Result]) -> Verdict:
 CLAIMS = [
     Claim(
         id="beats_rtn_at_2_bits",
+        kind="effect",
         statement="At 2 bits GLVQ stays close to full precision (Llama-2-7B perplexity 5.41 vs FP16 5.12), "
         "far ahead of uniform quantization.",
         metric="held-out bits per character at 2 bits, GLVQ vs RTN with a clip search, paired by seed",
@@ -280,18 +281,21 @@ CLAIMS = [
     ),
     Claim(
         id="per_group_beats_shared",
+        kind="effect",
         statement="A lattice per group beats one shared lattice (ablation: 5.64 vs 5.89 perplexity).",
         metric="bits per character at 2 bits, per-group G vs one G per layer and bit width",
         check=_check_shared,
     ),
     Claim(
         id="gap_shrinks_with_bits",
+        kind="effect",
         statement="The advantage is largest at the lowest bit widths; at 4 bits every method is near full precision.",
         metric="(RTN − GLVQ) bpc at 2 bits vs at 4 bits; both within 0.15 bpc of FP at 4 bits",
         check=_check_gap,
     ),
     Claim(
         id="synthetic_sqnr",
+        kind="effect",
         statement="On heavy-tailed, anisotropic groups a learned per-group lattice beats per-group RTN and "
         "PCA + RTN (our warm-up; a prototype measured 6.95 vs 6.32 dB).",
         metric="SQNR at 2 bits per coordinate on synthetic 8-D groups",
@@ -299,6 +303,7 @@ CLAIMS = [
     ),
     Claim(
         id="no_gain_on_gaussian",
+        kind="control",
         statement="Negative control: on i.i.d. Gaussian weights a learned lattice does not beat RTN "
         "(a prototype measured 8.41 vs 9.09 dB): the gain comes from group structure.",
         metric="SQNR at 2 bits on i.i.d. Gaussian vectors, GLVQ − RTN",
@@ -306,6 +311,7 @@ CLAIMS = [
     ),
     Claim(
         id="companding_helps",
+        kind="effect",
         statement="Companding helps (ablation: global instead of group companding 5.87 vs 5.64).",
         metric="bits per character at 2 bits, GLVQ vs GLVQ without companding",
         check=_check_ablation("glvq_no_compand"),
@@ -318,12 +324,14 @@ CLAIMS = [
     ),
     Claim(
         id="salience_bits_help",
+        kind="effect",
         statement="Salience-based bit allocation helps (ablation: uniform bits 5.79 vs 5.64).",
         metric="bits per character at 2 bits, GLVQ vs GLVQ with uniform bits",
         check=_check_ablation("glvq_uniform"),
     ),
     Claim(
         id="beats_gptq_at_2_bits",
+        kind="effect",
         statement="GLVQ beats error-feedback quantizers at 2 bits (QuIP# 6.19, QTIP 5.91 vs 5.41).",
         metric="bits per character at 2 bits, GLVQ vs GPTQ-style error feedback on RTN's grid (a stand-in: "
         "QuIP# and QTIP round with the same kind of error feedback, but their codebooks are not built here)",

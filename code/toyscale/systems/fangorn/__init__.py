@@ -277,18 +277,21 @@ CLAIMS = [
         f"simulated job time on 64 slots: adaptive ≤ {NEAR_ORACLE}× the static oracle on all five workloads; "
         f"each static plan ≥ {FAR_OFF}× the best plan on at least one",
         _check_oracle,
+        kind="effect",
     ),
     Claim(
         "skew_split",
         "Splitting a skewed partition removes the straggler that coalescing alone keeps.",
         "zipf hot key: job time of adaptive vs adaptive without skew splitting",
         _ablation("adaptive, no skew split", "zipf hot key", margin=0.4),
+        kind="effect",
     ),
     Claim(
         "join_branch",
         "Choosing the join branch from the real size of a side beats the static choice when the estimate is wrong.",
         "join, small side: job time of adaptive vs adaptive with the join chosen from the estimate",
         _ablation("adaptive, join from estimate", "join, small side", margin=0.1),
+        kind="effect",
     ),
 ]
 

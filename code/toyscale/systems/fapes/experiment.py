@@ -158,6 +158,7 @@ def _check_model(results: list[Result]) -> Verdict:
 CLAIMS = [
     Claim(
         id="fapes_lowers_jct_raises_goodput",
+        kind="effect",
         statement=(
             "FaPES reduces job completion time by up to 24.8 % and raises goodput (up to 1.8×) "
             "against representative elastic scaling schemes."
@@ -170,23 +171,26 @@ CLAIMS = [
     ),
     Claim(
         id="goodput_1_8x",
+        kind="effect",
         statement="Up to 1.8× goodput against representative elastic scaling schemes.",
         metric="goodput ratio FaPES / best elastic baseline, required above 1.8 on each seed",
         check=_check_goodput_1_8,
         expected=False,
         reason=(
             "the toy's baselines are already elastic with the same learned speed model, and the "
-            "loaned GPUs exist only at night; the paper's 1.8× is a best case on its own testbed"
+            "loaned GPUs exist only at night; the paper's factor is a best case on its own testbed"
         ),
     ),
     Claim(
         id="slo_held",
+        kind="effect",
         statement="Loaned GPUs are reclaimed on demand with minimal preemption overhead to guarantee the SLO.",
         metric="request-level SLO violations per 1000 requests: FaPES − static (no loaning)",
         check=_check_slo,
     ),
     Claim(
         id="low_load_elastic_gets_most",
+        kind="effect",
         statement=(
             "(the chapter's sweep) At low load plain elasticity already gets most of the gain, "
             "and what loaning adds vanishes; it pays when the training pool is oversubscribed."
@@ -199,6 +203,7 @@ CLAIMS = [
     ),
     Claim(
         id="model_from_observed_steps",
+        kind="mechanism",
         statement="Training configurations are chosen from an ML-based performance model.",
         metric="mean relative step-time error on configurations a job never ran on: fitted vs prior",
         check=_check_model,

@@ -1,0 +1,206 @@
+"""Calibration: how a claim's check behaves on seeds kept apart from the book's (CLAIMS.md §4).
+
+A margin is fixed *before* the book's seeds are looked at. `calibrate` takes a chapter's results on
+calibration seeds (1000 and up) and reports, for every claim, the paired differences' mean and
+spread and the share of five-seed windows (subsets of five calibration seeds) on which the claim
+passes with its current margin and win rule; and, for every falsifier, the share of windows on
+which the claims it names fail, as they must. A margin is well set when at least 95 % of windows
+pass with the method and at least 95 % fail with each falsifier.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .claims import Claim, Falsifier
+from .table import Table, mean_std
+
+#: Five seeds: the size of the book's claim checks, so the size of a calibration window.
+WINDOW = 5
+#: The most windows drawn; with more subsets than this a fixed random sample of them is used.
+MAX_WINDOWS = 2000
+#: The share of windows a well-set margin passes with the method and fails with a falsifier.
+TARGET_RATE = 0.95
+
+
+def windows(n_seeds: int, size: int = WINDOW, limit: int = MAX_WINDOWS) -> list[tuple[int, ...]]:
+    """Index subsets of `size` out of `n_seeds` seeds: all of them, or `limit` of them drawn at random (fixed)."""
+    if not 1 <= size <= n_seeds:
+        raise ValueError(f"a window of {size} seeds needs at least {size} seeds, got {n_seeds}")
+    if math.comb(n_seeds, size) <= limit:
+        return list(itertools.combinations(range(n_seeds), size))
+    generator = np.random.default_rng(0)
+    drawn = {tuple(sorted(generator.choice(n_seeds, size, replace=False).tolist())) for _ in range(limit * 2)}
+    return sorted(drawn)[:limit]
+
+
+def window_pass_rate(claim: Claim, results: Sequence[Any], subsets: Sequence[tuple[int, ...]]) -> float:
+    """The share of windows on which `claim`'s check passes."""
+    if claim.check is None:
+        return float("nan")
+    passed = [claim.check([results[i] for i in subset]).passed for subset in subsets]
+    return float(np.mean(passed))
+
+
+@dataclass(frozen=True)
+class PartRecord:
+    """One single check of a claim on all calibration seeds: the spread a margin is set against."""
+
+    name: str
+    mean: float  # mean of the per-seed values over all calibration seeds
+    sd: float  # their sample standard deviation
+    window_mean_q05: float  # the 5th percentile of the five-seed window means (a margin below it passes 95 %)
+    margin: float  # the margin (band, limit) the check uses now
+
+
+@dataclass(frozen=True)
+class ClaimRecord:
+    """A claim on the calibration seeds: its parts, and its window pass rate with the current margins."""
+
+    id: str
+    kind: str
+    expected: bool
+    parts: tuple[PartRecord, ...]
+    pass_rate: float  # share of five-seed windows that pass
+
+
+@dataclass(frozen=True)
+class FalsifierRecord:
+    """A falsifier on the calibration seeds: per named claim, the share of windows that fail (should be ≥ 95 %)."""
+
+    name: str
+    kind: str
+    fail_rates: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What `calibrate` measured for one chapter."""
+
+    chapter: str
+    seeds: tuple[int, ...]
+    fast: bool
+    claims: tuple[ClaimRecord, ...]
+    falsifiers: tuple[FalsifierRecord, ...]
+
+    def table(self) -> Table:
+        """One row per single check, with its claim's window pass rate (and 'ok' when it meets the target)."""
+        rows = []
+        for record in self.claims:
+            for i, part in enumerate(record.parts or (None,)):
+                rate = record.pass_rate if i == 0 else ""
+                rows.append(
+                    [
+                        record.id if i == 0 else "",
+                        record.kind if i == 0 else "",
+                        part.name if part else "(not measured)",
+                        f"{part.mean:+.4f} ± {part.sd:.4f}" if part else "",
+                        part.window_mean_q05 if part else "",
+                        part.margin if part else "",
+                        rate,
+                        _verdict(record.pass_rate, record.expected) if i == 0 else "",
+                    ]
+                )
+        caption = f"{self.chapter}: calibration seeds {self.seeds[0]}–{self.seeds[-1]}" + (
+            " (fast)" if self.fast else ""
+        )
+        columns = [
+            "claim",
+            "kind",
+            "check",
+            "Δ mean ± sd",
+            "q05 of window means",
+            "margin",
+            "windows passing",
+            "target",
+        ]
+        return Table(columns, rows, caption)
+
+    def falsifier_table(self) -> Table:
+        """One row per falsifier and claim: the share of windows on which the claim fails, as it must."""
+        rows = [
+            [record.name, record.kind, claim, rate, "ok" if rate >= TARGET_RATE else "too weak"]
+            for record in self.falsifiers
+            for claim, rate in record.fail_rates.items()
+        ]
+        return Table(["falsifier", "kind", "claim", "windows failing", "target"], rows, "Falsifiers")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON record, to commit beside the chapter."""
+        return {
+            "chapter": self.chapter,
+            "seeds": list(self.seeds),
+            "fast": self.fast,
+            "window": WINDOW,
+            "target_rate": TARGET_RATE,
+            "claims": [
+                {
+                    "id": r.id,
+                    "kind": r.kind,
+                    "expected": r.expected,
+                    "pass_rate": r.pass_rate,
+                    "parts": [vars(p) for p in r.parts],
+                }
+                for r in self.claims
+            ],
+            "falsifiers": [vars(f) for f in self.falsifiers],
+        }
+
+
+def _verdict(rate: float, expected: bool) -> str:
+    """'ok' when an expected claim passes ≥ 95 % of windows (a not-expected one fails ≥ 95 %), else what is wrong."""
+    if math.isnan(rate):
+        return ""
+    if expected:
+        return "ok" if rate >= TARGET_RATE else "margin too tight"
+    return "ok" if rate <= 1 - TARGET_RATE else "passes too often for expected=False"
+
+
+def calibrate(
+    chapter: str,
+    claims: Sequence[Claim],
+    results: Sequence[Any],
+    seeds: Sequence[int],
+    *,
+    falsified: Sequence[tuple[Falsifier, Sequence[Any]]] = (),
+    fast: bool = False,
+) -> Calibration:
+    """Calibration records of every claim on `results` (one per seed) and of every falsifier's rerun."""
+    if len(results) != len(seeds):
+        raise ValueError(f"need one result per seed, got {len(results)} results for {len(seeds)} seeds")
+    subsets = windows(len(results))
+    records = []
+    for claim in claims:
+        parts: tuple[PartRecord, ...] = ()
+        if claim.check is not None:
+            verdict = claim.check(list(results))
+            parts = tuple(
+                _part(leaf.name or leaf.detail.split(" = ")[0], leaf.values, leaf.margin, subsets)
+                for leaf in verdict.leaves()
+                if leaf.values
+            )
+        records.append(
+            ClaimRecord(claim.id, claim.kind, claim.expected, parts, window_pass_rate(claim, results, subsets))
+        )
+    by_id = {claim.id: claim for claim in claims}
+    falsifiers = tuple(
+        FalsifierRecord(
+            falsifier.name,
+            falsifier.kind,
+            {name: 1.0 - window_pass_rate(by_id[name], rerun, subsets) for name in falsifier.claims},
+        )
+        for falsifier, rerun in falsified
+    )
+    return Calibration(chapter, tuple(seeds), fast, tuple(records), falsifiers)
+
+
+def _part(name: str, values: Sequence[float], margin: float, subsets: Sequence[tuple[int, ...]]) -> PartRecord:
+    mean, sd = mean_std(values)
+    window_means = [float(np.mean([values[i] for i in subset])) for subset in subsets]
+    return PartRecord(name, mean, sd, float(np.quantile(window_means, 0.05)), margin)
