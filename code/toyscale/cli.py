@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
+import pickle
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -117,6 +119,27 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 1 if args.strict and failed else 0
 
 
+def _cached_runs(run: Any, seeds: Sequence[int], config: Any, chapter: str, cache: Path | None) -> list[Any]:
+    """`run(config, seed=s)` for every seed, each result kept in `cache` (a folder) under its config and seed.
+
+    The key is the config's repr and the seed, not the code: empty the folder after changing the code.
+    """
+    if cache is None:
+        return run_seeds(run, seeds, config, desc=f"{chapter}: seeds")
+    cache.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(repr(config).encode()).hexdigest()[:12]
+    results = []
+    for seed in seeds:
+        path = cache / f"{chapter}-{key}-{seed}.pkl"
+        if path.is_file():
+            results.append(pickle.loads(path.read_bytes()))
+            continue
+        result = run(config, seed=seed)
+        atomic_write_bytes(path, pickle.dumps(result))
+        results.append(result)
+    return results
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.seeds < 5:
         raise UsageError(f"--seeds must be at least 5 (one five-seed window), got {args.seeds}")
@@ -129,11 +152,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     module = chapter.load()
     config = _config(module, args.fast)
     seeds = tuple(range(args.seed_start, args.seed_start + args.seeds))
-    results = run_seeds(module.run, seeds, config, desc=f"{chapter.name}: calibration seeds")
+    results = _cached_runs(module.run, seeds, config, chapter.name, args.cache)
     falsifiers = [] if args.no_falsifiers else list(getattr(module, "FALSIFIERS", ()))
-    falsified = [
-        (f, run_seeds(module.run, seeds, f.change(config), desc=f"{chapter.name}: {f.name}")) for f in falsifiers
-    ]
+    falsified = [(f, _cached_runs(module.run, seeds, f.change(config), chapter.name, args.cache)) for f in falsifiers]
     record = calibrate(chapter.name, module.CLAIMS, results, seeds, falsified=falsified, fast=args.fast)
     print(record.table())
     if falsified:
@@ -223,6 +244,9 @@ def parser() -> argparse.ArgumentParser:
     cal.add_argument("--fast", action="store_true", help="use Config.fast()")
     cal.add_argument("--no-falsifiers", action="store_true", help="skip rerunning the chapter's falsifiers")
     cal.add_argument("--json", type=Path, help="also write the record as JSON (to commit beside the chapter)")
+    cal.add_argument(
+        "--cache", type=Path, help="keep each run's result in this folder and reuse it (empty it after a code change)"
+    )
     cal.set_defaults(func=cmd_calibrate)
 
     bench = commands.add_parser("bench", help="time each chapter's run() at its default config in a fresh process")

@@ -107,7 +107,7 @@ class WorldConfig:
     side_info: float = 0.5  # ρ: share of a latent vector explained by its segment / category
     user_zipf: float = 1.1  # a_U: context ownership ∝ rank(u)^(−a_U), the long tail of users
     item_zipf: float = 0.8  # a_I: exposure ∝ rank(i)^(−a_I), the long tail of items
-    base_logit: float = -2.0  # β₀: global bias (a CTR near 10–15 %)
+    base_logit: float = -2.0  # β₀: global bias (with the other terms the default click rate is about a fifth)
     user_bias_std: float = 0.7  # σ_u: spread of user biases β_u
     item_bias_std: float = 0.5  # σ_i: spread of item biases β_i
     affinity_scale: float = 1.5  # κ: weight of the user-item affinity a_u·b_i/√k
