@@ -53,7 +53,8 @@ burstiness of the inference traffic.
 **What the toy finds.** The claims table says which claims hold, with the numbers. In short:
 FaPES shortens jobs against Optimus-like scaling, mostly through the joint batch choice that
 Pollux-like scaling shares; lending with cost-aware reclaim adds a smaller cut on top, which grows
-with the training load and vanishes when the training pool has GPUs to spare; the board keeps
+with the training load and vanishes when the training pool has GPUs to spare (with reclaim by kills
+instead, part of it remains); the board keeps
 fewer requests over the SLO than naive lending, but not on a burst it has never seen; the fitted
 model beats its prior on configurations a job never ran, despite the term it lacks; the paper's
 1.8× goodput is not reproduced.
