@@ -6,8 +6,9 @@ batch), Pollux-like elastic (GPUs and batch chosen together from the same fitted
 with naive lending, and FaPES (Pollux-like with forecast lending and cost-aware reclaim). Two
 controls rerun the arms their claims compare: Pollux-like and FaPES at a low training load, where
 lending has nothing to add, and naive lending and FaPES on the same trace with an evening burst the
-seasonal forecast has never seen. Nothing here is tuned: the policies' knobs are the Config's
-defaults, fixed before any seed was run (the chapter's Exercise 1 varies the shared headroom).
+seasonal forecast has never seen. Nothing here is tuned per seed: the policies' knobs are the
+Config's defaults (the chapter's Exercise 1 varies the shared headroom), and the world's settings
+were chosen on calibration seeds, never on the book's.
 """
 
 from __future__ import annotations
