@@ -556,15 +556,17 @@ print(
 # ```
 #
 # 2. **A slower reclaim.** Raise `fapes.Cluster(checkpoint_min=5.0, kill_min=5.0)` in the
-#    config. Which lending policy suffers more, on JCT and on the SLO, and why?
+#    config. What moves more for the two lending policies, the SLO or the JCTs, and why?
 #
 # ```{admonition} Solution
 # :class: dropdown
 # `fapes.run(fapes.Config(cluster=fapes.Cluster(checkpoint_min=5.0, kill_min=5.0)), seed=0)`.
-# Every reclaim now leaves the replicas short for longer, so both policies miss more requests
-# when they reclaim under pressure; the one that reclaims more often, when demand is already
-# there, pays more. On JCT, every rescale of an elastic job costs more too: compare the
-# Pollux-like arm's cut over Optimus-like with the default's.
+# Look at the SLO columns first and compare them with the default run: if they barely move,
+# the requests that miss the SLO were not waiting for a reclaim in flight (both policies keep
+# a spare replica and take idle lent GPUs back first) but for the few replicas kept at night.
+# The cost lands on training: every rescale and every reclaim holds GPUs idle for longer, so
+# compare `fapes.jct_cut(r.metrics, "pollux", "optimus")` and
+# `fapes.jct_cut(r.metrics, "fapes", "pollux")` with the default's.
 # ```
 #
 # 3. **Where batch choice helps.** Using `fapes.goodput_rate`, find for the hand-made job above
@@ -582,16 +584,18 @@ print(
 #
 # 4. **A model that is right.** Set `fapes.Config(contention=0.0)`: the true step time then has
 #    exactly the fitted form. Rerun seed 0: how much lower is the fitted model's held-out
-#    error, and how much do the JCTs of the elastic arms change?
+#    error, and do the cuts between the elastic arms change?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# Compare `r.metrics[arm]["model_error"]` and `r.metrics[arm]["mean_jct_min"]` between the two
-# configs for `arm` in `("optimus", "pollux", "fapes")`. Without contention the error that is
-# left comes from the observation noise, the ridge prior and the configurations a job never
-# explored; with it, the fit also over-predicts the speed of large GPU counts, so a job may be
-# scaled past the point where the next GPU still helps, until its own observations pull the
-# fit back.
+# Compare `r.metrics[arm]["model_error"]` for `arm` in `("optimus", "pollux", "fapes")`
+# between the two configs: without contention, the error that is left comes from the
+# observation noise, the ridge prior and the configurations a job never explored. Do not
+# compare the JCTs themselves: contention also changes how fast a job runs on what it asked
+# for, and its work is set from that, so the two worlds have different jobs. Compare the cuts
+# instead, `fapes.jct_cut(r.metrics, "pollux", "optimus")` and
+# `fapes.jct_cut(r.metrics, "fapes", "pollux")`: how much of each depends on a model that
+# gets large GPU counts right?
 # ```
 
 # %% [markdown]
