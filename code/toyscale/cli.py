@@ -86,6 +86,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise UsageError(f"--seeds must be at least 1, got {args.seeds}")
     if args.seed_start < 0:
         raise UsageError(f"--seed-start must be >= 0, got {args.seed_start}")
+    if args.ledger and args.fast:
+        raise UsageError("the scorecard ledger holds the default configuration: drop --fast")
     chapters = _chapters(args.names, args.all)
     seeds = range(args.seed_start, args.seed_start + args.seeds)
     outcomes, seconds, lines = [], {}, []
@@ -108,8 +110,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     failed = [o for o in outcomes if o.fails_strict]
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} claims as expected; {len(failed)} failed.")
     if args.ledger:
-        if args.fast:
-            raise UsageError("the scorecard ledger holds the default configuration: drop --fast")
         env = environment()
         entries = {
             c.name: scorecard.entry(c, [o for o in outcomes if o.chapter == c.name], env, seconds[c.name])
