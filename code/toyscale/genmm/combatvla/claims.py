@@ -40,7 +40,7 @@ MULTI_TOKEN_RATIO = 8.0  # the multi-call agent decodes ≥ 8× the truncated to
 
 #: The arms each falsifier plays (the claims it names read no other).
 REALTIME_ARMS = ("direct", "curriculum", "full", "ahead")
-BENCH_ARMS = ("direct", "curriculum", "full")
+BENCH_ARMS = ("direct", "curriculum", "full", "none")
 
 
 def _ratio(a: Sequence[float], b: Sequence[float]) -> list[float]:

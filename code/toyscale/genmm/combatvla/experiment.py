@@ -454,7 +454,9 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
     for name, agent in agents.items():
         # the multi-call agent loses every fight once latency counts: it is played up to the claim cost only
         played = config.costs[: at + 1] if name == "multi_call" else config.costs
-        runs = [fight(agent, config.eval_games, games_seed, config.k, c) for c in played]
+        # the multi-call agent samples: a fresh sampler per cost, so each cost's fights do not depend on the sweep
+        fresh = (lambda: multi_call_agent(models["full"], config.calls, seed=seed)) if name == "multi_call" else None
+        runs = [fight(fresh() if fresh else agent, config.eval_games, games_seed, config.k, c) for c in played]
         sweep[name] = [r.win_rate for r in runs] + [math.nan] * (len(config.costs) - len(played))
         source = "full" if name == "multi_call" else name
         metrics[name] = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -39,6 +40,16 @@ SWEPT = ("none", "full", "ahead", "direct", "curriculum", "multi_call", "truncat
 MACHINE_KEYS = ("cpu", "torch", "numpy", "python")
 
 
+#: The costs per decoded token (game ticks) the committed results sweep: from paused, where the real-time
+#: effect must vanish, past full AoT's one-tick lag (0.125) to where truncated decoding lags a tick too (0.5).
+SWEEP_COSTS = (0.0, 0.0625, 0.125, 0.1875, 0.25, 0.375, 0.5)
+
+
+def sweep_config() -> Config:
+    """The default configuration, played at every cost of `SWEEP_COSTS` (training and the claim cost unchanged)."""
+    return replace(Config(), costs=SWEEP_COSTS)
+
+
 def _metric_names(results: Sequence[Result]) -> list[str]:
     return sorted({name for r in results for row in ROWS for name in r.metrics.get(row, {})})
 
@@ -50,7 +61,7 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
     a present value may be NaN, the no-thought arm's benchmark average), the metric names, the
     seeds, the costs, sweep (seeds, SWEPT, costs), and the environment that made them (JSON).
     """
-    results = [run(Config(), seed=s) for s in seeds]
+    results = [run(sweep_config(), seed=s) for s in seeds]
     names = _metric_names(results)
     values = np.full((len(results), len(ROWS), len(names)), np.nan)
     present = np.zeros(values.shape, dtype=bool)
@@ -79,7 +90,7 @@ def results_from_arrays(arrays: dict[str, np.ndarray]) -> list[Result]:
         if key not in arrays:
             raise ValueError(f"the CombatVLA results need the array {key!r}; rebuild the file")
     names = arrays["metrics"].tolist()
-    config = Config()
+    config = sweep_config()
     costs = arrays["costs"].tolist()
     results = []
     for i, seed in enumerate(arrays["seeds"].tolist()):
