@@ -1,10 +1,10 @@
 """CombatVLA: the game, the tracker (crafted event streams), AoT formats, the tiny VLA and its
 truncated decoding, the execution loop, bad input, the protocol, the claims and their falsifiers.
 
-The claims are checked on five seeds of `Config.fast()` (the configuration was calibrated on seeds
-1000–1011, apart from these); each falsifier reruns the experiment with its change (the trained
-weights it shares with the method's runs are reused) and every claim it names must fail. The
-committed default-configuration results are checked against the claims and a slice of them rerun.
+The claims' margins were calibrated on seeds 1000–1011 of the default configuration, so the claims
+are checked on the committed default-configuration results of the book's seeds (and a slice of
+them is rerun); `python -m toyscale reproduce combatvla --strict` recomputes them. Each falsifier
+reruns `Config.fast()` on three seeds with its change, and every claim it names must fail there.
 """
 
 from dataclasses import replace
@@ -344,9 +344,13 @@ def test_the_latency_aware_targets_are_the_experts_keys_after_idle_ticks():
 # --- the experiment and its claims ----------------------------------------------------------------
 
 
+#: The seeds the falsifiers rerun (Config.fast(); the tests' time budget allows three).
+FALSIFIER_SEEDS = (0, 1, 2)
+
+
 @pytest.fixture(scope="module")
 def fast_results():
-    return [cv.run(cv.Config.fast(), seed=s) for s in BOOK_SEEDS]
+    return [cv.run(cv.Config.fast(), seed=s) for s in (0, 1)]
 
 
 def test_splits_are_whole_fights_and_disjoint():
@@ -407,14 +411,9 @@ def test_figures_build(fast_results):
     assert len(cv.break_even_table(fast_results).rows) == 7
 
 
-def test_claims_over_the_book_seeds(fast_results):
-    outcomes = check_results(cv.CLAIMS, fast_results, BOOK_SEEDS, "combatvla")
-    assert not unmet(outcomes), unmet(outcomes)
-
-
 @pytest.mark.parametrize("falsifier", cv.FALSIFIERS, ids=lambda f: f.name)
 def test_every_expected_effect_fails_under_its_falsifiers(falsifier, fast_results):
-    outcomes = falsify(falsifier, cv.CLAIMS, cv.run, BOOK_SEEDS, cv.Config.fast(), "combatvla")
+    outcomes = falsify(falsifier, cv.CLAIMS, cv.run, FALSIFIER_SEEDS, cv.Config.fast(), "combatvla")
     assert not survivors(outcomes), survivors(outcomes)
 
 
@@ -433,7 +432,7 @@ def test_a_broken_method_fails_the_by_construction_checks(fast_results):
         metrics["truncated"] = dict(metrics["full"])
         metrics["tracker"]["leaks"] = 1.0
         broken.append(replace(result, metrics=metrics))
-    outcomes = {o.claim.id: o for o in check_results(cv.CLAIMS, broken, BOOK_SEEDS, guard=False)}
+    outcomes = {o.claim.id: o for o in check_results(cv.CLAIMS, broken, (0, 1), guard=False)}
     for claim_id in ("truncation_cuts_tokens_and_time", "one_call_beats_multi_call", "tracker_never_leaks"):
         assert not outcomes[claim_id].verdict.passed, claim_id
 
