@@ -299,6 +299,7 @@ Table(
     ]
     + [
         [cv.ARM_LABELS[a], result.metrics[a]["paused"], result.metrics[a]["realtime"]]
+        + [""] * 4
         for a in ("expert", "random")
     ],
     caption=f"Seed 0; real time at {result.config.claim_cost} ticks per decoded token",
