@@ -30,13 +30,54 @@ from toyscale.core import (
 
 from .experiment import Result, with_method
 
-# Margins from `python -m toyscale calibrate combatvla --seeds 12` (provisional: replaced by the calibration).
-TOKEN_RATIO = 3.0  # full AoT decodes ≥ 3× the truncated tokens on every seed (the formats give 8 / 2)
-TIME_RATIO = 1.0  # ... and takes longer per decision on every seed (wall clock: machine-dependent)
-BENCH_MARGIN = 0.04  # non-inferiority: truncated's benchmark may trail full AoT's by at most this, on average
-REALTIME_MARGIN = 0.15  # truncated wins this many more real-time fights than the stronger full AoT, on average
-PAUSED_BAND = 0.1  # the paused control: |mean Δ paused win rate, truncated − full| within this band
-MULTI_TOKEN_RATIO = 8.0  # the multi-call agent decodes ≥ 8× the truncated tokens on every seed
+# Margins from `python -m toyscale calibrate combatvla --seeds 12` (seeds 1000–1011: one default run takes
+# well over 15 s here, so twelve, not twenty), set by the rule written before the record was read:
+# a `paired` effect's margin lies midway between its falsifiers' q95 and the method's q05 of five-seed
+# window means (0 when the method's q05 is not above the falsifiers'); the non-inferiority margin is
+# twice the sd of the per-seed paired differences (their noise); the control's band is the largest
+# |q05|, |q95| of the method's window means, rounded up to 0.01.
+TOKEN_RATIO = 3.0  # by construction: the formats give 8 / 2 tokens per decision
+TIME_RATIO = 1.0  # measured: full AoT takes longer per decision on every seed (wall clock: machine-dependent)
+MULTI_TOKEN_RATIO = 8.0  # by construction: the multi-call agent decodes calls × 8 against 2 tokens
+BENCH_MARGIN = 0.04  # CALIBRATED: BENCH_MARGIN
+REALTIME_MARGIN = 0.15  # CALIBRATED: REALTIME_MARGIN
+CURRICULUM_MARGIN = 0.15  # CALIBRATED: CURRICULUM_MARGIN
+THOUGHT_MARGIN = 0.0  # any paused gain over no thought would count (the most lenient margin)
+RISE_MARGIN = 0.0  # any benchmark gain over full AoT at equal steps would count (the most lenient margin)
+PAUSED_BAND = 0.1  # CALIBRATED: PAUSED_BAND
+#: Which effects the calibration record supports (≥ 95 % of windows pass, ≥ 95 % fail under each falsifier).
+EXPECTED = {
+    "benchmark_non_inferior": True,
+    "benchmark_rises_after_stage3": True,
+    "realtime_truncated_wins": True,
+    "realtime_curriculum_wins": True,
+    "thought_beats_no_thought": True,
+}
+#: Why an effect is not expected (used where EXPECTED is False): the mechanism, not the numbers.
+REASONS = {
+    "benchmark_non_inferior": (
+        "a model trained from scratch puts the explanation after the key only in its last stage, and what "
+        "it writes there is read from the same few steps as the key: its explanation trails full AoT's by "
+        "more than the seed noise"
+    ),
+    "benchmark_rises_after_stage3": (
+        "the paper's rise comes from a pretrained 3B model refining its explanations in stage 3; a tiny model "
+        "trained from scratch spends the truncated stage relearning where the key goes, and writes its "
+        "explanation no better than full AoT trained for the same steps"
+    ),
+    "realtime_truncated_wins": (
+        "the real-time lead over the stronger full AoT does not clear the falsifiers' spread on enough "
+        "calibration windows"
+    ),
+    "realtime_curriculum_wins": (
+        "after the frame-level stage the model must unlearn putting an explanation slot first, with fewer "
+        "truncated steps left: the curriculum's real-time player is too weak on too many seeds"
+    ),
+    "thought_beats_no_thought": (
+        "at identical tokens per decision the key alone is learned as well without the explanation: the "
+        "slots are read from the same frames the key is, so explaining adds no information the key needs"
+    ),
+}
 
 #: The arms each falsifier plays (the claims it names read no other).
 REALTIME_ARMS = ("direct", "curriculum", "full", "ahead")
@@ -82,33 +123,33 @@ def _check_rise(results: Sequence[Result]) -> Verdict:
     return paired(
         per_seed(results, "curriculum", "benchmark"),
         per_seed(results, "full", "benchmark"),
-        margin=0.0,
+        margin=RISE_MARGIN,
         name="Δ benchmark (curriculum − full AoT at equal steps)",
     )
 
 
-def _realtime(results: Sequence[Result], arm: str) -> Verdict:
+def _realtime(results: Sequence[Result], arm: str, margin: float) -> Verdict:
     return paired(
         per_seed(results, arm, "realtime"),
         per_seed(results, "full_best", "realtime"),
-        margin=REALTIME_MARGIN,
+        margin=margin,
         name=f"Δ real-time win rate ({arm} − stronger full AoT)",
     )
 
 
 def _check_realtime(results: Sequence[Result]) -> Verdict:
-    return _realtime(results, "truncated")
+    return _realtime(results, "truncated", REALTIME_MARGIN)
 
 
 def _check_realtime_curriculum(results: Sequence[Result]) -> Verdict:
-    return _realtime(results, "curriculum")
+    return _realtime(results, "curriculum", CURRICULUM_MARGIN)
 
 
 def _check_thought(results: Sequence[Result]) -> Verdict:
     return paired(
         per_seed(results, "truncated", "paused"),
         per_seed(results, "none", "paused"),
-        margin=0.0,
+        margin=THOUGHT_MARGIN,
         name="Δ paused win rate (truncated − no thought)",
     )
 
@@ -161,6 +202,8 @@ CLAIMS = [
     Claim(
         id="benchmark_non_inferior",
         kind="effect",
+        expected=EXPECTED["benchmark_non_inferior"],
+        reason="" if EXPECTED["benchmark_non_inferior"] else REASONS["benchmark_non_inferior"],
         statement="Truncation keeps the model's combat understanding: the benchmark does not fall (CUBench).",
         metric=(
             "toy CUBench average on the held-out fights, truncated (recipe chosen on validation) − full AoT, "
@@ -171,6 +214,8 @@ CLAIMS = [
     Claim(
         id="benchmark_rises_after_stage3",
         kind="effect",
+        expected=EXPECTED["benchmark_rises_after_stage3"],
+        reason="" if EXPECTED["benchmark_rises_after_stage3"] else REASONS["benchmark_rises_after_stage3"],
         statement="After the truncated stage 3 the benchmark rises: CUBench 57.27 → 63.61.",
         metric=(
             "toy CUBench average, the paper's curriculum (frame-level stage, then truncated) − frame-level AoT "
@@ -181,6 +226,8 @@ CLAIMS = [
     Claim(
         id="realtime_truncated_wins",
         kind="effect",
+        expected=EXPECTED["realtime_truncated_wins"],
+        reason="" if EXPECTED["realtime_truncated_wins"] else REASONS["realtime_truncated_wins"],
         statement=(
             "Deciding fast matters in a live fight: one truncated call per decision is what makes CombatVLA "
             "playable in real time, where slower decoding loses to its own latency."
@@ -194,6 +241,8 @@ CLAIMS = [
     Claim(
         id="realtime_curriculum_wins",
         kind="effect",
+        expected=EXPECTED["realtime_curriculum_wins"],
+        reason="" if EXPECTED["realtime_curriculum_wins"] else REASONS["realtime_curriculum_wins"],
         statement="The paper's three-stage curriculum yields that real-time player.",
         metric="real-time win rate at claim_cost, the curriculum arm vs the stronger full AoT (chosen on validation)",
         check=_check_realtime_curriculum,
@@ -201,6 +250,8 @@ CLAIMS = [
     Claim(
         id="thought_beats_no_thought",
         kind="effect",
+        expected=EXPECTED["thought_beats_no_thought"],
+        reason="" if EXPECTED["thought_beats_no_thought"] else REASONS["thought_beats_no_thought"],
         statement=(
             "Learning to explain makes the actions better: AoT training beats acting without thought at the "
             "same decision cost."
@@ -257,14 +308,14 @@ FALSIFIERS = [
     Falsifier(
         "explanation_off",
         MECHANISM_OFF,
-        ("benchmark_non_inferior",),
+        ("benchmark_non_inferior", "benchmark_rises_after_stage3", "thought_beats_no_thought"),
         lambda c: with_method(c, "no_explanation", BENCH_ARMS),
         "the truncated stage trains the key alone: the explanation after <TRUNC> carries no loss",
     ),
     Falsifier(
         "none_in_place",
         BASELINE_IN_PLACE,
-        ("benchmark_non_inferior",),
+        ("benchmark_non_inferior", "benchmark_rises_after_stage3", "thought_beats_no_thought"),
         lambda c: with_method(c, "none", BENCH_ARMS),
         "the no-thought model, the other way to decide in two tokens, under the truncated arms' names",
     ),
