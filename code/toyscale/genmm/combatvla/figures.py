@@ -90,7 +90,7 @@ def fig_success_vs_cost(result: Result) -> go.Figure:
     """Win rate against the game time each decoded token costs, per arm (0 = paused)."""
     colors = _colors()
     fig = plot.figure(
-        "In real time full AoT loses to its own latency; truncated AoT keeps winning longer",
+        "Fights won against the game time each decoded token costs (seed 0)",
         "game time per decoded token (ticks; 0 = game paused during inference)",
         "fights won (share)",
     )
@@ -196,7 +196,7 @@ def fig_latency_boundary(results: Sequence[Result], margin: float) -> go.Figure:
     boundary = latency_boundary(results)
     fig = fig_boundary(
         boundary,
-        "Truncation's real-time gain is zero when the game waits, largest where full AoT's lag costs a tick",
+        "Truncation's real-time gain over the better full AoT, across the cost per decoded token",
         margin=margin,
     )
     colors = _colors()
