@@ -22,7 +22,6 @@ RE_AUDIT_PENDING = {
     "dcpt",
     "badiff",
     "victor",
-    "combatvla",
     "c4",
     "fangorn",
 }
