@@ -438,6 +438,39 @@ Table(
     f"Seeds {seeds[0]}–{seeds[-1]} (committed)",
 )
 
+
+# %%
+def mean_over(f):
+    return float(np.mean([f(r.metrics) for r in reference]))
+
+
+glue(
+    "time_ratio",
+    mean_over(lambda m: m["full"]["time_ms"] / m["truncated"]["time_ms"]),
+    display=False,
+)
+glue(
+    "token_ratio",
+    mean_over(lambda m: m["full"]["tokens"] / m["truncated"]["tokens"]),
+    display=False,
+)
+glue(
+    "ahead_gain",
+    mean_over(lambda m: m["ahead"]["realtime"] - m["full"]["realtime"]),
+    display=False,
+)
+glue(
+    "stage3_gain",
+    mean_over(
+        lambda m: m["curriculum"]["benchmark"] - m["curriculum"]["stage2_benchmark"]
+    ),
+    display=False,
+)
+chosen = sum(int(r.metrics["truncated"]["curriculum"]) for r in reference)
+glue("curriculum_chosen", f"{chosen} of {len(reference)}", display=False)
+ahead_chosen = sum(int(r.metrics["full_best"]["ahead"]) for r in reference)
+glue("ahead_chosen", f"{ahead_chosen} of {len(reference)}", display=False)
+
 # %% [markdown]
 # ### Where the effect lives
 #
