@@ -448,6 +448,7 @@ for o in outcomes:
     )
     glue(f"{o.claim.id}_status", o.status, display=False)
 glue("tally", tally(outcomes).line(), display=False)
+glue("near_oracle_limit", fangorn.NEAR_ORACLE, display=False)
 claims_table(outcomes)
 
 # %% [markdown]
@@ -466,13 +467,19 @@ claims_table(outcomes)
 # - **On uniform keys** the statistics say what the estimates said, and adaptive's edge over
 #   the best static policy is {glue:text}`uniform_no_gain_delta:+.1%` (the control, verdict:
 #   {glue:text}`uniform_no_gain_status`).
-# - **Resources and a shared cluster.** Adaptive holds
-#   {glue:text}`slot_seconds_delta:.1%` fewer slot-seconds (verdict:
-#   {glue:text}`slot_seconds_status`), and when the five jobs share the slots and the warm
-#   workers its mean job time is {glue:text}`mix_of_jobs_delta:.1%` lower (verdict:
-#   {glue:text}`mix_of_jobs_status`).
-# - **Not within a small factor of the oracle everywhere** (verdict:
-#   {glue:text}`near_oracle_everywhere_status`). On the selective filter, coalescing aims at the
+# - **A shared cluster.** When the five jobs share the slots and the warm workers, adaptive's
+#   mean job time is {glue:text}`mix_of_jobs_delta:.1%` lower than the best static policy's
+#   (verdict: {glue:text}`mix_of_jobs_status`). The jobs queue for the same slots, so every
+#   task a plan saves or shortens also shortens the other jobs' waits.
+# - **Resources.** Adaptive holds {glue:text}`slot_seconds_delta:.1%` fewer slot-seconds
+#   (status: {glue:text}`slot_seconds_status`), but the number is the cost model's: it follows
+#   from the task counts each plan chooses and the assumed start latency every batch task holds
+#   its slot through, and barely moves from seed to seed.
+# - **Not within a small factor of the oracle everywhere**: the worst ratio is
+#   {glue:text}`near_oracle_everywhere_delta:.2f` against a limit of
+#   {glue:text}`near_oracle_limit:.2f` (status: {glue:text}`near_oracle_everywhere_status`; the
+#   claim is declared modelled, since the plans' structure sets the ratio and seeds barely move
+#   it). On the selective filter, coalescing aims at the
 #   batch target and packs the few rows that pass into a couple of tasks; a static plan of
 #   few enough tasks for the warm workers runs them side by side and finishes first. The plug-in's
 #   target is right for batch tasks that pay a start latency, not for a bubble.

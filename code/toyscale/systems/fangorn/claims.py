@@ -24,11 +24,12 @@ from .experiment import ADAPTIVE, BEST_STATIC, OPTIMIZER, ORACLE, WORKLOADS, Res
 JOB_MARGIN = 0.11  # geomean job-time cut: method q05 0.228 (default) / 0.231 (fast) > 0.11 > falsifiers q95 0 / 0
 SKEW_MARGIN = 0.3  # zipf cut vs the oracle: method q05 0.615 / 0.612 > 0.3 > falsifiers q95 −0.008 / −0.006
 JOIN_MARGIN = 0.1  # small-join cut vs the estimate: method q05 0.192 / 0.186 > 0.1 > falsifiers q95 0.008 / 0.003
-SLOT_MARGIN = 0.2  # geomean slot-seconds cut: method q05 0.336 / 0.339 > 0.2 > estimates q95 0.067 / 0.068
+SLOT_MARGIN = 0.2  # slot-seconds cut (modelled): q05 0.336 / 0.339 > 0.2 > estimates q95 0.067 / 0.068
 MIX_MARGIN = 0.2  # five-job mix, mean job-time cut: method q05 0.378 / 0.393 > 0.2 > falsifiers q95 0.012 / 0.010
 UNIFORM_BAND = 0.03  # the uniform control's window means: [−0.013, −0.009] (default) / [−0.001, 0.006] (fast), so
 # ±0.03 passes every window on both; the effects' window means lie far above it (geomean q05 0.228)
-# near_oracle_everywhere passes no window on either config (its window means' q05 1.446 / 1.433): expected=False.
+# near_oracle_everywhere passes no window on either config (its window means' q05 1.446 / 1.433); like the
+# slot-seconds it barely moves over seeds, so both are declared modelled.
 NEAR_ORACLE = 1.25  # adaptive's job time at most this × the oracle's on every workload
 FAR_OFF = 1.5  # a static policy "loses badly" at this × the oracle
 
@@ -112,9 +113,13 @@ CLAIMS = [
     ),
     Claim(
         id="slot_seconds",
-        kind="effect",
+        kind="modelled",
         statement="Adaptive execution holds fewer resources: coalescing removes near-empty tasks.",
-        metric="geometric-mean slot-seconds over the five workloads, adaptive vs the best static policy",
+        metric=(
+            "geometric-mean slot-seconds over the five workloads, adaptive vs the best static policy; the cut is set "
+            "by the task counts the plans choose and the assumed start latency each batch task holds its slot "
+            "through, so it barely moves over seeds: a model output"
+        ),
         check=_cut_check("geomean slot_s", BEST_STATIC, SLOT_MARGIN, "geomean slot-seconds cut, vs best static"),
     ),
     Claim(
@@ -129,14 +134,19 @@ CLAIMS = [
     ),
     Claim(
         id="near_oracle_everywhere",
-        kind="effect",
+        kind="modelled",
         statement="Adaptive execution stays within a small factor of the best static plan on every workload.",
-        metric=f"job time, adaptive ≤ {NEAR_ORACLE}× the oracle on each of the five workloads",
+        metric=(
+            f"job time, adaptive ≤ {NEAR_ORACLE}× the oracle on each of the five workloads. It fails on the selective "
+            "filter, by a ratio the plans' structure sets (a model output): coalescing aims at the batch target, so "
+            "the few rows that pass go to a couple of tasks, while a static plan small enough for the warm workers "
+            "runs more of them side by side"
+        ),
         check=_check_near_oracle,
         expected=False,
         reason=(
-            "coalescing aims at the batch target, so the selective filter's few rows go to a couple of tasks; a "
-            "static plan of sixteen tasks on the warm workers runs them in parallel and is faster there"
+            "coalescing aims at the batch target, so on the selective filter a couple of tasks hold the few rows "
+            "that pass, while a static plan small enough for the warm workers runs more of them side by side"
         ),
     ),
     Claim(
@@ -152,7 +162,7 @@ CLAIMS = [
 ]
 
 # What must make each effect fail (CLAIMS.md §5).
-_EFFECTS = ("beats_best_static", "skew_split", "join_branch", "slot_seconds", "mix_of_jobs")
+_EFFECTS = ("beats_best_static", "skew_split", "join_branch", "mix_of_jobs")
 FALSIFIERS = [
     Falsifier(
         "estimates",
