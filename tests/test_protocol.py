@@ -23,7 +23,6 @@ RE_AUDIT_PENDING = {
     "badiff",
     "victor",
     "c4",
-    "fangorn",
 }
 
 
