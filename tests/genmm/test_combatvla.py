@@ -414,7 +414,8 @@ def test_figures_build(fast_results):
 @pytest.mark.parametrize("falsifier", cv.FALSIFIERS, ids=lambda f: f.name)
 def test_every_expected_effect_fails_under_its_falsifiers(falsifier, fast_results):
     outcomes = falsify(falsifier, cv.CLAIMS, cv.run, FALSIFIER_SEEDS, cv.Config.fast(), "combatvla")
-    assert not survivors(outcomes), survivors(outcomes)
+    expected = [o for o in outcomes if o.claim.expected]  # a claim not expected to hold need not fail here
+    assert not survivors(expected), survivors(expected)
 
 
 def test_every_expected_effect_has_both_falsifiers():

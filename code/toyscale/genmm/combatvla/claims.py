@@ -30,52 +30,54 @@ from toyscale.core import (
 
 from .experiment import Result, with_method
 
-# Margins from `python -m toyscale calibrate combatvla --seeds 12` (seeds 1000–1011: one default run takes
-# well over 15 s here, so twelve, not twenty), set by the rule written before the record was read:
-# a `paired` effect's margin lies midway between its falsifiers' q95 and the method's q05 of five-seed
-# window means (0 when the method's q05 is not above the falsifiers'); the non-inferiority margin is
-# twice the sd of the per-seed paired differences (their noise); the control's band is the largest
-# |q05|, |q95| of the method's window means, rounded up to 0.01.
+# Margins from `python -m toyscale calibrate combatvla --seeds 11 --no-falsifiers` (seeds 1000–1010: one
+# default run takes about 45 s here and the falsifier reruns did not fit the CPU time this re-audit had, so
+# eleven seeds and no falsifier spread), set by a rule written before the record was read: a real-time
+# margin is half the method's q05 of five-seed window means (0 when that is not above 0); the
+# non-inferiority margin is twice the sd of the per-seed paired differences (their noise); the control's
+# band is the largest |q05|, |q95| of the method's window means, rounded up to 0.01. An effect is expected
+# when ≥ 95 % of the windows pass; none is.
 TOKEN_RATIO = 3.0  # by construction: the formats give 8 / 2 tokens per decision
 TIME_RATIO = 1.0  # measured: full AoT takes longer per decision on every seed (wall clock: machine-dependent)
 MULTI_TOKEN_RATIO = 8.0  # by construction: the multi-call agent decodes calls × 8 against 2 tokens
-BENCH_MARGIN = 0.04  # CALIBRATED: BENCH_MARGIN
-REALTIME_MARGIN = 0.15  # CALIBRATED: REALTIME_MARGIN
-CURRICULUM_MARGIN = 0.15  # CALIBRATED: CURRICULUM_MARGIN
+# seeds 1000–1010: 2 × sd 0.0210 of the per-seed paired differences (mean −0.0374, q05 of 5-seed means −0.0489)
+BENCH_MARGIN = 0.043
+REALTIME_MARGIN = 0.022  # seeds 1000–1010: half the method's q05 of 5-seed means, +0.044
+CURRICULUM_MARGIN = 0.0  # seeds 1000–1010: the method's q05 of 5-seed means, −0.030, is not above 0
 THOUGHT_MARGIN = 0.0  # any paused gain over no thought would count (the most lenient margin)
 RISE_MARGIN = 0.0  # any benchmark gain over full AoT at equal steps would count (the most lenient margin)
-PAUSED_BAND = 0.1  # CALIBRATED: PAUSED_BAND
+PAUSED_BAND = 0.3  # seeds 1000–1010: method 5-seed window means from −0.292 to −0.098 (q05–q95)
 #: Which effects the calibration record supports (≥ 95 % of windows pass, ≥ 95 % fail under each falsifier).
 EXPECTED = {
-    "benchmark_non_inferior": True,
-    "benchmark_rises_after_stage3": True,
-    "realtime_truncated_wins": True,
-    "realtime_curriculum_wins": True,
-    "thought_beats_no_thought": True,
+    "benchmark_non_inferior": False,
+    "benchmark_rises_after_stage3": False,
+    "realtime_truncated_wins": False,
+    "realtime_curriculum_wins": False,
+    "thought_beats_no_thought": False,
 }
 #: Why an effect is not expected (used where EXPECTED is False): the mechanism, not the numbers.
 REASONS = {
     "benchmark_non_inferior": (
-        "a model trained from scratch puts the explanation after the key only in its last stage, and what "
-        "it writes there is read from the same few steps as the key: its explanation trails full AoT's by "
-        "more than the seed noise"
+        "the truncated model writes its explanation after the key only in its last stage, from the same few "
+        "steps, and trails full AoT's explanation by more than the seed noise on too many calibration windows"
     ),
     "benchmark_rises_after_stage3": (
         "the paper's rise comes from a pretrained 3B model refining its explanations in stage 3; a tiny model "
-        "trained from scratch spends the truncated stage relearning where the key goes, and writes its "
-        "explanation no better than full AoT trained for the same steps"
+        "trained from scratch spends the truncated stage relearning where the key goes, and explains worse "
+        "than full AoT trained for the same steps"
     ),
     "realtime_truncated_wins": (
-        "the real-time lead over the stronger full AoT does not clear the falsifiers' spread on enough "
-        "calibration windows"
+        "paused, the truncated model is the clearly weaker player (full AoT computes its key from its own "
+        "explanation); one tick of lag costs full AoT much, but not always more than that gap, so on some "
+        "seeds the stronger full AoT wins as many real-time fights"
     ),
     "realtime_curriculum_wins": (
         "after the frame-level stage the model must unlearn putting an explanation slot first, with fewer "
-        "truncated steps left: the curriculum's real-time player is too weak on too many seeds"
+        "truncated steps left: the curriculum's player is too weak to outplay full AoT even in real time"
     ),
     "thought_beats_no_thought": (
-        "at identical tokens per decision the key alone is learned as well without the explanation: the "
-        "slots are read from the same frames the key is, so explaining adds no information the key needs"
+        "the paused win rates of two small models trained from scratch swing from seed to seed by more than "
+        "what the explanation adds: truncated AoT beats no thought on most calibration windows, not on enough"
     ),
 }
 
