@@ -120,5 +120,11 @@ ARTIFACTS: dict[str, Artifact] = {
             "toyscale.recsys.rec4ad.results:reference_arrays",
             "data/recsys/rec4ad_results.npz",
         ),
+        Artifact(
+            "fapes_results",
+            ("fapes",),
+            "toyscale.systems.fapes.results:reference_arrays",
+            "data/systems/fapes_results.npz",
+        ),
     ]
 }
