@@ -443,8 +443,8 @@ claims_table(outcomes)
 #   {glue:text}`fixes_ssb_overprediction_delta:+.3f` (verdict:
 #   {glue:text}`fixes_ssb_overprediction_status`): selection bias does push the ads-only model's
 #   predictions up, but its calibration checkpoint is chosen on uniformly exposed validation ads,
-#   which stops it early enough that what is left of the over-prediction ranges from none to
-#   large across worlds.
+#   and what is left of the over-prediction there ranges from none to large across worlds; where
+#   it is small, mix + domain has nothing to correct.
 # - **The disentangling modules add nothing here.** Tuned on validation, Rec4Ad's AUC differs
 #   from mix + domain's by {glue:text}`modules_beat_plain_mix_delta:+.4f` over these seeds and by
 #   {glue:text}`modules_calibration:+.4f` over the calibration seeds (verdict:
@@ -470,8 +470,10 @@ claims_table(outcomes)
 # - **Online.** In the simulated online test mix + domain's CTR differs from ads only's by
 #   {glue:text}`online_ctr_rpm_delta:+.4f` of the oracle's (verdict:
 #   {glue:text}`online_ctr_rpm_status`): bids dominate $\hat p \times$ bid among 20 candidates,
-#   so a better click model changes the winning ad only now and then (Exercise 3). The paper's
-#   online A/B test needs live users and an auction.
+#   so a better click model changes the winning ad only now and then: the gain, when there is
+#   one, comes from the few worlds where the ads-only model mis-ranks badly, and on the others
+#   the winner's CTR swings either way (Exercise 3). The paper's online A/B test needs live
+#   users and an auction.
 
 # %% [markdown]
 # ## At full scale
