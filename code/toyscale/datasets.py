@@ -121,6 +121,18 @@ ARTIFACTS: dict[str, Artifact] = {
             "data/recsys/rec4ad_results.npz",
         ),
         Artifact(
+            "fangorn_costs",
+            ("fangorn",),
+            "toyscale.systems.fangorn.cluster:reference_arrays",
+            "data/systems/fangorn_costs.npz",
+        ),
+        Artifact(
+            "fangorn_results",
+            ("fangorn",),
+            "toyscale.systems.fangorn.results:reference_arrays",
+            "data/systems/fangorn_results.npz",
+        ),
+        Artifact(
             "fapes_results",
             ("fapes",),
             "toyscale.systems.fapes.results:reference_arrays",
