@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from toyscale.core import BASELINE_IN_PLACE, MECHANISM_OFF, Claim, Falsifier, Verdict, all_of, paired, vanishes
 
-from .experiment import Result, hidden_fraction
+from .experiment import Result
 
 # Margins and win rules from `python -m toyscale calibrate picasso --seeds 12` on calibration seeds 1000–1011,
 # default config and --fast (the records: calibration/default.json and fast.json beside this module).
@@ -60,7 +60,7 @@ def _check_identical(results: Sequence[Result]) -> Verdict:
 
 def _check_overlap(results: Sequence[Result]) -> Verdict:
     return paired(
-        [hidden_fraction(r) for r in results],
+        [r.metrics["interleaved"]["hidden_share"] for r in results],
         [0.0] * len(results),
         margin=OVERLAP_MIN,
         name="share of the shorter stage hidden",

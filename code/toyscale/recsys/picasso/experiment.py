@@ -345,6 +345,7 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
         metrics["producer_alone"] = {"ms_per_batch": 1e3 * result.stage_seconds["produce"]}
         metrics["trainer_alone"] = {"ms_per_batch": 1e3 * result.stage_seconds["train"]}
         metrics["interleaved"]["speedup"] = pipeline["ratio"]
+        metrics["interleaved"]["hidden_share"] = hidden_fraction(result)
     if "traffic" in config.parts:
         main, uniform = measure_traffic(config, seed), measure_traffic(config, seed, skew=0.0)
         result.policy, result.validation_rows = main["policy"], main["validation"]
