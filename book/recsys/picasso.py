@@ -414,8 +414,8 @@ claims_table(outcomes)
 # - **The fast tier takes traffic off the slow link**: on the drifting skewed stream it cuts
 #   the rows moved per step by {glue:text}`cache_cuts_slow_link_traffic_delta:.1%` (verdict:
 #   {glue:text}`cache_cuts_slow_link_traffic_status`), and on uniform ids by only
-#   {glue:text}`uniform_ids_no_cache_gain_delta:.1%` (the control, verdict:
-#   {glue:text}`uniform_ids_no_cache_gain_status`): the gain is the data's skew.
+#   {glue:text}`uniform_ids_no_cache_gain_delta:.1%`, the tier's own share of the rows
+#   (status: {glue:text}`uniform_ids_no_cache_gain_status`): the gain is the data's skew.
 # - **6× end to end on GPUs** and utilization are not measurable without a GPU cluster.
 
 # %% [markdown]
