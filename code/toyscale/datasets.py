@@ -133,6 +133,12 @@ ARTIFACTS: dict[str, Artifact] = {
             "data/systems/fangorn_results.npz",
         ),
         Artifact(
+            "picasso_results",
+            ("picasso",),
+            "toyscale.recsys.picasso.results:reference_arrays",
+            "data/recsys/picasso_results.npz",
+        ),
+        Artifact(
             "fapes_results",
             ("fapes",),
             "toyscale.systems.fapes.results:reference_arrays",
