@@ -17,7 +17,6 @@ RE_AUDIT_PENDING = {
     "star",
     "rec4ad",
     "picasso",
-    "glvq",
     "ddk",
     "dcpt",
     "badiff",
