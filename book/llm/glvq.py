@@ -34,8 +34,6 @@
 # paper's claims hold and which idea carries what holds.
 
 # %%
-from dataclasses import replace
-
 import numpy as np
 import torch
 from myst_nb import glue
@@ -180,7 +178,9 @@ sqnr = {
 }
 change = ((learned.G - start.G).norm() / start.G.norm()).item()
 print(f"learning moved G by {change:.1%} of its norm")
-Table(["coder", "SQNR (dB)"], [[k, v] for k, v in sqnr.items()], "One group, 2 index bits")
+Table(
+    ["coder", "SQNR (dB)"], [[k, v] for k, v in sqnr.items()], "One group, 2 index bits"
+)
 
 # %% [markdown]
 # The fit keeps the best $G$ it has seen on the calibration error, starting from $G^{(0)}$,
@@ -300,7 +300,9 @@ drift = max(
         for kind in result.synthetic
         for arm in result.synthetic[kind]
         for a, b in zip(
-            result.synthetic[kind][arm]["sqnr"], stored.synthetic[kind][arm]["sqnr"]
+            result.synthetic[kind][arm]["sqnr"],
+            stored.synthetic[kind][arm]["sqnr"],
+            strict=True,
         )
     ),
 )
@@ -350,9 +352,9 @@ glvq.attribution_table(reference.results)
 # ### Where the effect lives
 #
 # Two properties decide whether a lattice can beat a scalar grid. In the language model, the
-# number of bits: at 4 bits every coder sits near the fp16 model and there is nothing left to
-# win (the control claim below checks it on every seed), so the question is what happens as
-# the budget shrinks. The first figure is GLVQ's edge over the strongest scalar grid (chosen
+# number of bits: at 4 bits every coder sits near the fp16 model and there should be nothing
+# left to win (the control claim below checks that the difference there lies within a band
+# set on the calibration seeds), so the question is what happens as the budget shrinks. The first figure is GLVQ's edge over the strongest scalar grid (chosen
 # on validation: RTN or GPTQ with the salience bits) at each width, mean ± sd over the five
 # seeds; positive favours GLVQ.
 
@@ -400,6 +402,7 @@ Table(
             reference.tails.sd,
             flat.mean,
             flat.sd,
+            strict=True,
         )
     ],
     "Δ SQNR at equal total bits (GLVQ − better scalar grid), seeds 0–4",
@@ -440,7 +443,10 @@ for claim_id in status:
     glue(f"{claim_id}_status", status[claim_id], display=False)
     glue(f"{claim_id}_calibration", calibration_means[claim_id], display=False)
 salience_rtn = np.mean(
-    [r.metrics["rtn"]["bpc@2"] - r.metrics["rtn_sb"]["bpc@2"] for r in reference.results]
+    [
+        r.metrics["rtn"]["bpc@2"] - r.metrics["rtn_sb"]["bpc@2"]
+        for r in reference.results
+    ]
 )
 salience_gptq = np.mean(
     [
@@ -462,60 +468,70 @@ glue("uniform_gap", float(uniform_gap), display=False)
 glue("strongest", max(set(chosen), key=chosen.count), display=False)
 glue("strongest_count", f"{max(chosen.count(c) for c in chosen)} of 5", display=False)
 glue("tally", tally(outcomes).line(), display=False)
+beaten = [c for c in ("beats_rtn_at_2_bits", "beats_gptq_at_2_bits") if status[c] == "pass"]
+headline = (
+    "the learned lattice beats both scalar grids given the same bits"
+    if len(beaten) == 2
+    else "in this model the learned lattice does not beat a scalar grid given the same bits, "
+    "and the paper's claim that it does is not reproduced"
+)
+glue("headline", headline, display=False)
 claims_table(outcomes)
 
 # %% [markdown]
 # The scorecard line for this chapter: {glue:text}`tally`. In bits per character (bpc), a
-# positive Δ favours GLVQ.
+# positive Δ favours GLVQ and a negative one the arm it is compared with.
 #
 # - **GLVQ against the scalar grids, at the same size and allocation.** With the method's
 #   salience bits and the same true size, RTN's test bpc minus GLVQ's is
 #   {glue:text}`beats_rtn_at_2_bits_delta:+.3f` on average (verdict:
-#   {glue:text}`beats_rtn_at_2_bits_status`), and GPTQ's minus GLVQ's
+#   {glue:text}`beats_rtn_at_2_bits_status`; over the calibration seeds
+#   {glue:text}`beats_rtn_at_2_bits_calibration:+.3f`), and GPTQ's minus GLVQ's
 #   {glue:text}`beats_gptq_at_2_bits_delta:+.3f` (verdict:
 #   {glue:text}`beats_gptq_at_2_bits_status`; over the calibration seeds
 #   {glue:text}`beats_gptq_at_2_bits_calibration:+.3f`). The strongest scalar grid on
 #   validation was {glue:text}`strongest` on {glue:text}`strongest_count` seeds. Without
 #   salience bits, GLVQ's lattice minus the better scalar grid is
-#   {glue:text}`uniform_gap:+.3f` bpc. In this model the learned lattice does not beat a
-#   scalar grid that is given the same bits: the paper's headline comparison is **not
-#   reproduced**. GPTQ's error feedback, which the paper's QuIP# and QTIP also use, codes
-#   these weights better than the lattice does.
-# - **What carries the gain over uniform quantization is the bit allocation.** Salience bits
-#   improve GLVQ by {glue:text}`salience_bits_help_delta:+.3f` bpc over uniform bits
-#   (verdict: {glue:text}`salience_bits_help_status`), and they help the scalar grids as
-#   much: RTN by {glue:text}`salience_rtn:+.3f`, GPTQ by {glue:text}`salience_gptq:+.3f`.
-#   This is the paper's ablation claim, and it holds; it is a claim about mixed precision,
-#   not about lattices.
+#   {glue:text}`uniform_gap:+.3f` bpc. This is the paper's headline comparison, made fair:
+#   {glue:text}`headline`. GPTQ pushes each rounding error onto the columns it has not yet
+#   rounded, through the inverse Hessian of the layer's inputs; the lattice fits each group's
+#   output error on its own. QuIP# and QTIP, the paper's competitors, feed errors forward
+#   too, which is why GPTQ stands in for them here.
+# - **What carries GLVQ's gain over uniform quantization.** Salience bits improve GLVQ by
+#   {glue:text}`salience_bits_help_delta:+.3f` bpc over uniform bits (verdict:
+#   {glue:text}`salience_bits_help_status`), and the same bits improve RTN by
+#   {glue:text}`salience_rtn:+.3f` and GPTQ by {glue:text}`salience_gptq:+.3f`. The paper's
+#   ablation is a claim about mixed precision, which helps every coder, not about lattices.
 # - **Learning the lattice** improves on its Cholesky start by
-#   {glue:text}`learned_beats_initial_delta:+.3f` bpc on test text (verdict:
-#   {glue:text}`learned_beats_initial_status`): the fit on output error generalises, but it
-#   does not close the gap to the scalar grids.
-# - **One lattice per group** against one shared per layer: {glue:text}`per_group_beats_shared_delta:+.3f`
-#   (verdict: {glue:text}`per_group_beats_shared_status`). The shared lattice saves side
-#   information and, at the same true size, spends it on index bits.
+#   {glue:text}`learned_beats_initial_delta:+.3f` bpc on *test* text (verdict:
+#   {glue:text}`learned_beats_initial_status`), a model-level check: the fit on calibration
+#   activations could have overfitted them, and the test text would show it.
+# - **One lattice per group** against one shared per layer, the shared arm spending the side
+#   information it saves on index bits: {glue:text}`per_group_beats_shared_delta:+.3f`
+#   (verdict: {glue:text}`per_group_beats_shared_status`; over the calibration seeds
+#   {glue:text}`per_group_beats_shared_calibration:+.3f`, against a spread between seeds that
+#   the record shows is larger).
 # - **Companding** against μ → 0: {glue:text}`companding_helps_delta:+.3f` (verdict:
-#   {glue:text}`companding_helps_status`). The paper's μ ≥ 10 bends the grid even where a
-#   group's weights are close to Gaussian, where a bent grid has nothing to gain.
+#   {glue:text}`companding_helps_status`). A compander bends the grid towards zero, which pays
+#   on heavy tails; the weights of this model are close to Gaussian (Exercise 2 measures it).
 # - **The advantage at low bits.** GLVQ's edge over the strongest scalar grid at 2 bits
 #   minus its edge at 4 bits is {glue:text}`gap_shrinks_with_bits_delta:+.3f` (verdict:
-#   {glue:text}`gap_shrinks_with_bits_status`): the boundary figure shows the deficit, not an
-#   advantage, growing as the bits shrink. At 4 bits the difference is
-#   {glue:text}`no_edge_at_4_bits_delta:+.3f` (the control, verdict:
-#   {glue:text}`no_edge_at_4_bits_status`).
-# - **Close to full precision.** The paper's 2-bit model loses a few per cent of
-#   cross-entropy; here GLVQ's 2-bit bpc is higher than the fp16 model's by a relative
-#   {glue:text}`close_to_full_precision_delta:.1%` (verdict:
-#   {glue:text}`close_to_full_precision_status`). A 100k-weight model has no redundancy to
-#   spare at 2 bits; a 7B model has much more.
+#   {glue:text}`gap_shrinks_with_bits_status`); the boundary over bits above shows the edge at
+#   each width. At 4 bits the difference is {glue:text}`no_edge_at_4_bits_delta:+.3f` (the
+#   control, verdict: {glue:text}`no_edge_at_4_bits_status`).
+# - **Close to full precision**, the other half of the paper's headline, is its own claim.
+#   The paper's 2-bit model loses a few per cent of cross-entropy; here GLVQ's 2-bit bpc is
+#   higher than the fp16 model's by a relative {glue:text}`close_to_full_precision_delta:.1%`
+#   (verdict: {glue:text}`close_to_full_precision_status`). A 100k-weight model has far less
+#   redundancy to lose at 2 bits than a 7B one.
 # - **The warm-up.** On heavy-tailed, stretched groups the learned lattice gains
-#   {glue:text}`synthetic_sqnr_delta:+.2f` dB over the better scalar grid at equal total bits
-#   (verdict: {glue:text}`synthetic_sqnr_status`), and on i.i.d. Gaussian vectors
-#   {glue:text}`no_gain_on_gaussian_delta:+.2f` dB (the control, verdict:
-#   {glue:text}`no_gain_on_gaussian_status`): it pays for its side information and its
-#   compander there. The tail boundary shows where the lattice pays: heavy tails *and* a
-#   shape. This model's weights are much closer to Gaussian (Exercise 2 measures them), which
-#   is where the lattice has the least to act on.
+#   {glue:text}`synthetic_sqnr_delta:+.2f` dB over the better scalar grid at equal *total*
+#   bits, its side information charged (verdict: {glue:text}`synthetic_sqnr_status`), and on
+#   i.i.d. Gaussian vectors {glue:text}`no_gain_on_gaussian_delta:+.2f` dB (the control,
+#   verdict: {glue:text}`no_gain_on_gaussian_status`): there it pays for its side information
+#   and its compander and has nothing to gain. The tail boundary shows where a lattice pays:
+#   heavy tails *and* a shape to follow. The language model's groups sit near the Gaussian
+#   end of that axis.
 
 # %% [markdown]
 # ## At full scale

@@ -19,14 +19,21 @@ from toyscale.core.claims import at_most, per_seed
 from .experiment import Result
 from .synthetic import SCALAR_ARMS, sqnr_at_rate
 
-# Margins and win rules from `python -m toyscale calibrate glvq --seeds 20` on calibration seeds 1000–1019,
-# default config and --fast (the records: calibration/default.json and fast.json beside this module).
+# Margins and win rules from `python -m toyscale calibrate glvq --seeds 12` on calibration seeds 1000–1011,
+# default config and --fast (the records: calibration/default.json and fast.json beside this module). Twelve
+# seeds, not twenty: a seed outside the book's needs its own language model, trained for a minute or more.
 # "q05" / "q95": the 5th / 95th percentile of the means over five-seed windows of those seeds.
-SALIENCE_MARGIN = 0.3  # placeholder
-LEARN_MARGIN = 0.03  # placeholder
-SQNR_MARGIN = 0.3  # placeholder
-GAUSSIAN_LIMIT = 0.0  # placeholder
-TOP_BAND = 0.05  # placeholder
+SALIENCE_MARGIN = 0.3  # method q05 0.570 (default) / 0.580 (fast) > 0.3 > salience_shuffled q95 −0.149 / −0.119
+# and uniform_as_glvq q95 0.000 / 0.000
+LEARN_MARGIN = 0.03  # method q05 0.087 (default) / 0.062 (fast) > 0.03 > learning_off and initial_as_glvq q95 0.000
+SQNR_MARGIN = 0.3  # dB; method q05 0.632 (default = fast) > 0.3 > scalar_grid q95 0.039, rtn_as_glvq q95 0.000
+TOP_BAND = 0.04  # bpc; the 4-bit control's window means lie in [−0.032, −0.019] (default) / [−0.031, −0.020]
+# (fast): ±0.04 passes every window on both, while the 2-bit gap (−0.28 on average) lies far outside it
+GAUSSIAN_LIMIT = 0.0  # dB, "no gain": the Gaussian control's window means lie in [−1.502, −1.477] (default = fast)
+# The other comparisons use margin 0 with the 4-of-5 win rule: none of them passes 95 % of windows even so
+# (pass rates, default / fast: beats RTN 0.00 / 0.00, beats GPTQ 0.00 / 0.00, close to fp16 0.00 / 0.00,
+# per group vs shared 0.25 / 0.41, companding 0.00 / 0.00, gap shrinks 0.00 / 0.00), so each is
+# expected=False: the toy does not establish it.
 BPW_TOLERANCE = 0.01  # half a group's bits (1,024 of 104,448 weights): the equal-budget rule's rounding
 # The paper's 2-bit Llama-2-7B against FP16 on WikiText-2: perplexity 5.41 vs 5.12, a relative increase
 # of the cross-entropy (log perplexity) by ln 5.41 / ln 5.12 − 1
@@ -120,6 +127,13 @@ CLAIMS = [
         metric="test bits per character at 2 bits, GLVQ vs RTN with the same salience bits and true size, RTN's "
         "scale block chosen on validation, paired by seed",
         check=_against("rtn_sb", 0.0),
+        expected=False,
+        reason=(
+            "given the same salience bits and the same true size, RTN codes this model as well as the learned "
+            "lattice or better: what GLVQ gains over uniform RTN is the salience allocation, which helps RTN as "
+            "much (the attribution table), and the row-scaled weights of this model are close to Gaussian, "
+            "where a lattice has little shape to follow"
+        ),
     ),
     Claim(
         id="beats_gptq_at_2_bits",
@@ -129,6 +143,12 @@ CLAIMS = [
         "scale block (per row, per 64 or per 32 weights) chosen on validation (GPTQ stands in: QuIP# and QTIP "
         "feed rounding errors forward too, but their codebooks are not built here)",
         check=_against("gptq_sb", 0.0),
+        expected=False,
+        reason=(
+            "GPTQ's error feedback through the inverse Hessian, given the same salience bits and true size, codes "
+            "this model better than the learned lattice: the lattice fits each group's "
+            "output error on its own, while GPTQ also corrects the error of the columns it has already rounded"
+        ),
     ),
     Claim(
         id="close_to_full_precision",
@@ -138,6 +158,11 @@ CLAIMS = [
         metric="GLVQ's test bits per character at 2 bits relative to the fp16 model's, at most the paper's "
         "relative increase of the cross-entropy",
         check=_check_near_fp,
+        expected=False,
+        reason=(
+            "a 100k-weight model has little redundancy to lose at 2 bits: every coder's 2-bit model sits far "
+            "above the fp16 model, the lattice included; the paper's small loss is that of a 7B model"
+        ),
     ),
     Claim(
         id="salience_bits_help",
@@ -161,6 +186,11 @@ CLAIMS = [
         metric="test bits per character at 2 bits, one G per group vs one G per layer and bit width, the shared "
         "arm spending the side information it saves on index bits",
         check=_against("glvq_shared", 0.0),
+        expected=False,
+        reason=(
+            "at the same true size the shared lattice spends the side information it saves on index bits, and "
+            "what a lattice per group gains over one per layer is within the seed-to-seed spread"
+        ),
     ),
     Claim(
         id="companding_helps",
@@ -168,6 +198,12 @@ CLAIMS = [
         statement="Companding helps (ablation: global instead of group companding 5.87 vs 5.64).",
         metric="test bits per character at 2 bits, GLVQ vs GLVQ with μ → 0 (no companding), same true size",
         check=_against("glvq_no_compand", 0.0),
+        expected=False,
+        reason=(
+            "the compander bends the grid towards zero, which pays only on heavy tails: the paper's range of μ "
+            "keeps it bent on this model's close-to-Gaussian groups, and with μ at zero the lattice codes them "
+            "better (the warm-up's tail boundary shows where companding and a shape pay)"
+        ),
     ),
     Claim(
         id="gap_shrinks_with_bits",
@@ -175,6 +211,11 @@ CLAIMS = [
         statement="GLVQ's advantage is largest at the lowest bit widths.",
         metric="GLVQ's edge over the strongest scalar grid (bpc) at 2 bits minus at 4 bits",
         check=_check_gap,
+        expected=False,
+        reason=(
+            "GLVQ trails the strongest scalar grid at every width, by the most at 2 bits: there is no advantage "
+            "to shrink, the deficit grows as the bits shrink (the boundary over bits)"
+        ),
     ),
     Claim(
         id="no_edge_at_4_bits",

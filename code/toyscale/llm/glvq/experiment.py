@@ -4,7 +4,7 @@ The protocol (the book's CLAIMS.md, §2–3). The language model trains on the p
 Its validation split is cut in two: the first `calibration_windows` windows give every quantizer
 its calibration activations (H = X Xᵀ / n) and the Fisher information behind the salience bits;
 the next `eval_chars` characters choose what a baseline may tune (the scale block of RTN and GPTQ,
-per row or per 128, 64 or 32 weights of a row). The test split is read once per arm, at the end.
+per row or per 64 or 32 weights of a row). The test split is read once per arm, at the end.
 At N nominal bits every arm is held to the full GLVQ's true size, side information included
 (`quantize`: the equal-budget rule), and the salience arms share the method's allocation.
 """
