@@ -468,7 +468,9 @@ glue("uniform_gap", float(uniform_gap), display=False)
 glue("strongest", max(set(chosen), key=chosen.count), display=False)
 glue("strongest_count", f"{max(chosen.count(c) for c in chosen)} of 5", display=False)
 glue("tally", tally(outcomes).line(), display=False)
-beaten = [c for c in ("beats_rtn_at_2_bits", "beats_gptq_at_2_bits") if status[c] == "pass"]
+beaten = [
+    c for c in ("beats_rtn_at_2_bits", "beats_gptq_at_2_bits") if status[c] == "pass"
+]
 headline = (
     "the learned lattice beats both scalar grids given the same bits"
     if len(beaten) == 2
