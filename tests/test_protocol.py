@@ -15,7 +15,6 @@ from toyscale.core.claims import BASELINE_IN_PLACE, EFFECT, KINDS, MECHANISM_OFF
 
 RE_AUDIT_PENDING = {
     "star",
-    "rec4ad",
     "picasso",
     "ddk",
     "dcpt",
@@ -23,7 +22,6 @@ RE_AUDIT_PENDING = {
     "victor",
     "combatvla",
     "c4",
-    "fangorn",
 }
 
 
