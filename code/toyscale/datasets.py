@@ -101,6 +101,7 @@ ARTIFACTS: dict[str, Artifact] = {
     a.name: a
     for a in [
         Artifact("glvq_tinylm", ("glvq",), "toyscale.llm.glvq.model:reference_arrays", "data/llm/glvq_tinylm.npz"),
+        Artifact("glvq_results", ("glvq",), "toyscale.llm.glvq.results:reference_arrays", "data/llm/glvq_results.npz"),
         Artifact(
             "victor_results", ("victor",), "toyscale.genmm.victor:reference_arrays", "data/genmm/victor_results.npz"
         ),
