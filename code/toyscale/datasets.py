@@ -101,6 +101,7 @@ ARTIFACTS: dict[str, Artifact] = {
     a.name: a
     for a in [
         Artifact("glvq_tinylm", ("glvq",), "toyscale.llm.glvq.model:reference_arrays", "data/llm/glvq_tinylm.npz"),
+        Artifact("glvq_results", ("glvq",), "toyscale.llm.glvq.results:reference_arrays", "data/llm/glvq_results.npz"),
         Artifact(
             "victor_results", ("victor",), "toyscale.genmm.victor:reference_arrays", "data/genmm/victor_results.npz"
         ),
@@ -115,6 +116,12 @@ ARTIFACTS: dict[str, Artifact] = {
             "jrc_results", ("jrc",), "toyscale.recsys.jrc.results:reference_arrays", "data/recsys/jrc_results.npz"
         ),
         Artifact(
+            "rec4ad_results",
+            ("rec4ad",),
+            "toyscale.recsys.rec4ad.results:reference_arrays",
+            "data/recsys/rec4ad_results.npz",
+        ),
+        Artifact(
             "fangorn_costs",
             ("fangorn",),
             "toyscale.systems.fangorn.cluster:reference_arrays",
@@ -125,6 +132,12 @@ ARTIFACTS: dict[str, Artifact] = {
             ("fangorn",),
             "toyscale.systems.fangorn.results:reference_arrays",
             "data/systems/fangorn_results.npz",
+        ),
+        Artifact(
+            "picasso_results",
+            ("picasso",),
+            "toyscale.recsys.picasso.results:reference_arrays",
+            "data/recsys/picasso_results.npz",
         ),
         Artifact(
             "fapes_results",

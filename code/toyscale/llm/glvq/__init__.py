@@ -25,44 +25,54 @@ is exactly N. The paper reports 2-bit Llama-2-7B at WikiText-2 perplexity 5.41 (
 ahead of QuIP# (6.19) and QTIP (5.91), and ablations in which one shared lattice (5.89 vs 5.64),
 uniform bits (5.79) or global companding (5.87) each do worse.
 
-**What the toy keeps.** Babai rounding with b-bit clamping, per-group μ-law companding, the
-learnable per-group generator with Cholesky initialization and the λ-anchored alternating fit on
-output error, salience bit allocation with an exact mean, decoding as G z, and an honest bit
-count: index bits plus side information (G, μ and the compander's scale in fp16, the group's bit
-width) in bits per weight. Baselines: RTN with a per-row scale and a clip search, GPTQ-style
-error feedback on the same grid, and the ablations (one lattice shared by a layer's groups, no
-companding, uniform bits). Two experiments: a synthetic warm-up on heavy-tailed, anisotropic
-groups (SQNR vs bits, with a negative control on i.i.d. Gaussian vectors), and a small character
-transformer (`toyscale.llm.tinylm`) trained on Python's documentation prose, every Linear layer
-quantized at 2, 3 and 4 bits (the ablations at 2), held-out bits per character against true bits
-per weight. The trained model's weights are committed (`model`), so the experiment runs in seconds.
+**What the toy keeps.** Babai rounding with b-bit clamping, per-group μ-law companding (μ in the
+paper's [10, 255]), the learnable per-group generator with Cholesky initialization and the
+λ-anchored alternating fit on output error, salience bit allocation with an exact mean, decoding
+as G z, and an honest bit count: index bits plus side information (G, μ and the compander's scale
+stored and charged in fp16, a 2-bit code of each group's width) in true bits per weight.
+
+**How it is compared** (`experiment`, `quantize`): a small character transformer
+(`toyscale.llm.tinylm`, committed weights: `model`) has every Linear layer coded at 2, 3 and 4
+bits. Every arm is held to the full GLVQ's true size: an arm that stores less side information
+spends the difference on index bits of whole groups. The baselines are RTN with a clip search and
+GPTQ error feedback, each per row or per block of 64 or 32 weights of a row, that block chosen on
+validation text, with the method's salience allocation or with uniform bits; GLVQ chooses its
+learning step on validation too, so every arm has three choices. An attribution table switches
+each of GLVQ's ideas on alone (the lattice with uniform bits, learned or at its Cholesky start;
+salience bits for the scalar grids; one shared lattice; μ → 0). A synthetic warm-up codes
+heavy-tailed, stretched groups at equal total bits per coordinate, with an i.i.d. Gaussian control;
+its boundary sweeps the tails' heaviness (`results`). Margins come from calibration seeds
+(`claims`).
+
+**What the toy finds.** At equal size and allocation the scalar grids, GPTQ above all, code this
+model better than GLVQ: the claims that GLVQ beats RTN and GPTQ are not reproduced, and what
+carries GLVQ's gain over uniform bits is the salience allocation, which helps every coder.
+Learning the lattice improves on its Cholesky start. In the warm-up the learned lattice wins only
+where the groups have heavy tails and a shape to learn; on i.i.d. Gaussian vectors it pays its
+side information for nothing. The claims table says which claims hold and which do not, and why.
 
 **What it drops.** Scale (a 100k-weight model, not 7B), the paper's lattice dimensions (d = 4
 here instead of 8 to 32, so that fp16 side information stays near 0.15 bits per weight on our
-2,048-weight groups), and fine-tuning after quantization. Our own choices, where the paper is
-not specific: groups are blocks of whole rows (output channels) of 2,048 weights, sub-vectors
-are d consecutive weights of a row, μ⁽⁰⁾ is picked from {10, 40, 255} by output error, salience is
-the Fisher-weighted squared error Σ F_ii Δw_i² of a group at N bits, and the code is a lattice coset G(z + ½) so that
-the 2^b levels per coordinate sit symmetrically about zero, as RTN's do.
+2,048-weight groups), QuIP#'s and QTIP's codebooks, GPTQ's activation ordering, and fine-tuning
+after quantization. Our own choices, where the paper is not specific: groups are blocks of whole
+rows (output channels) of 2,048 weights, sub-vectors are d consecutive weights of a row, μ⁽⁰⁾ is
+picked from {10, 40, 255} by output error, salience is the Fisher-weighted squared error
+Σ F_ii Δw_i² of a group at N bits, and the code is a lattice coset G(z + ½) so that the 2^b levels
+per coordinate sit symmetrically about zero, as RTN's do.
 
 The package: `lattice` (Babai rounding, companding, the learned lattice of one matrix, bit
-accounting), `quantize` (baselines, salience bits, the synthetic warm-up, quantizing every layer
-of a model), `model` (the trained LM, committed), `experiment` (`Config`, `run`, `CLAIMS`, figures).
+accounting), `quantize` (the baselines, salience bits, the equal-budget rule, the arms),
+`synthetic` (the warm-up), `model` (the trained LM, committed, with its load key), `experiment`
+(`Config`, `run`), `claims` (`CLAIMS`, `FALSIFIERS`), `figures`, `results` (the committed five
+seeds and boundary).
 """
 
-from toyscale.llm.glvq.experiment import (
-    ARM_LABELS,
-    CLAIMS,
-    Config,
-    Result,
-    arm_bits,
-    fig_lattice,
-    fig_synthetic,
-    fig_tradeoff,
-    run,
-)
-from toyscale.llm.glvq.lattice import (
+from .claims import CLAIMS, FALSIFIERS
+from .experiment import MAIN_ARMS, SALIENCE_SCALARS, SYNTHETIC_KINDS, Config, Result, arm_bits, run, run_synthetic
+from .figures import ARM_LABELS, attribution_table, fig_attribution, fig_lattice, fig_synthetic, fig_tradeoff
+from .lattice import (
     FP16_BITS,
+    WIDTH_CODE_BITS,
     GLVQCode,
     GLVQSettings,
     babai_round,
@@ -75,29 +85,50 @@ from toyscale.llm.glvq.lattice import (
     nearest_point,
     replace_settings,
 )
-from toyscale.llm.glvq.model import LMTraining, trained_model
-from toyscale.llm.glvq.quantize import (
-    ABLATION_ARMS,
-    LM_ARMS,
-    SYNTHETIC_ARMS,
+from .model import LMTraining, code_fingerprint, trained_model
+from .quantize import (
+    ARMS,
+    METHODS,
+    Arm,
+    BitPlan,
     allocate_bits,
+    bit_plan,
+    glvq_side_bits,
     gptq_quantize,
-    pca_rtn,
+    match_bits,
     quantize_model,
+    rtn_matrix,
     rtn_quantize,
-    salience_bits,
+    scalar_side_bits,
+)
+from .synthetic import (
+    SCALAR_ARMS,
+    SYNTHETIC_ARMS,
+    SYNTHETIC_METHODS,
+    equal_rate_gain,
+    pca_rtn,
+    sqnr_at_rate,
     sqnr_db,
     synthetic_groups,
-    synthetic_sqnr,
+    synthetic_points,
 )
 
 __all__ = [
-    "ABLATION_ARMS",
+    "ARMS",
     "ARM_LABELS",
     "CLAIMS",
+    "FALSIFIERS",
     "FP16_BITS",
-    "LM_ARMS",
+    "MAIN_ARMS",
+    "METHODS",
+    "SALIENCE_SCALARS",
+    "SCALAR_ARMS",
     "SYNTHETIC_ARMS",
+    "SYNTHETIC_KINDS",
+    "SYNTHETIC_METHODS",
+    "WIDTH_CODE_BITS",
+    "Arm",
+    "BitPlan",
     "Config",
     "GLVQCode",
     "GLVQSettings",
@@ -105,26 +136,36 @@ __all__ = [
     "Result",
     "allocate_bits",
     "arm_bits",
+    "attribution_table",
     "babai_round",
+    "bit_plan",
     "bits_per_weight",
+    "code_fingerprint",
     "decode",
+    "equal_rate_gain",
+    "fig_attribution",
     "fig_lattice",
     "fig_synthetic",
     "fig_tradeoff",
     "glvq_quantize",
+    "glvq_side_bits",
     "gptq_quantize",
     "index_range",
+    "match_bits",
     "mu_law",
     "mu_law_inverse",
     "nearest_point",
     "pca_rtn",
     "quantize_model",
     "replace_settings",
+    "rtn_matrix",
     "rtn_quantize",
     "run",
-    "salience_bits",
+    "run_synthetic",
+    "scalar_side_bits",
+    "sqnr_at_rate",
     "sqnr_db",
     "synthetic_groups",
-    "synthetic_sqnr",
+    "synthetic_points",
     "trained_model",
 ]

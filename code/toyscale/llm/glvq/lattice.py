@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 FP16_BITS = 16  # every stored real number (G, μ, scales) is charged as fp16
+WIDTH_CODE_BITS = 2  # a group's bit width (N − 1, N or N + 1) in a 2-bit code
 
 
 def _check_bits(bits: int | Tensor, name: str = "bits") -> None:
@@ -125,6 +126,7 @@ class GLVQSettings:
     shared: bool = False  # one lattice for all groups of the matrix instead of one per group
     learn: bool = True  # False keeps the scaled Cholesky initialization G⁽⁰⁾
     row_scale: bool = True  # divide each row by its RMS (one fp16 number per row, as RTN stores) before coding
+    cubic: bool = False  # G⁽⁰⁾ = α σ I instead of α · chol(Cov): a scalar grid in the lattice's place (a falsifier)
 
     def __post_init__(self) -> None:
         for name in ("dim", "group_size"):
@@ -151,7 +153,7 @@ class GLVQCode:
         """Side information in bits: d² fp16 numbers per stored G; per group μ and s in fp16 (when
         companding) and a 2-bit code of its bit width; one fp16 scale per row (when row-scaled)."""
         g, d = self.G.shape[0], self.G.shape[1]
-        per_group = (2 * FP16_BITS if bool((self.mu > 0).any()) else 0) + 2
+        per_group = (2 * FP16_BITS if bool((self.mu > 0).any()) else 0) + WIDTH_CODE_BITS
         rows = 0 if self.row_scale is None else FP16_BITS * self.shape[0]
         return self.n_lattices * d * d * FP16_BITS + g * per_group + rows
 
@@ -209,11 +211,13 @@ def output_error(W: Tensor, W_hat: Tensor, H: Tensor, rows: int) -> Tensor:
 def glvq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, settings: GLVQSettings | None = None) -> GLVQCode:
     """Code W (out × in) with GLVQ, given H = X Xᵀ / n of its calibration inputs X (in × n).
 
-    1. companding: Y = F_μ(W) per group, μ from kurtosis (if settings.companding);
+    1. companding: Y = F_μ(W) per group (if settings.companding), μ⁽⁰⁾ picked from `MU_GRID` by
+       the output error at G⁽⁰⁾;
     2. G⁽⁰⁾ = α · chol(Cov(sub-vectors of Y)), α picked from a grid on the output error;
     3. `iterations` times: Z = babai(G, Y − G·½) clamped to b bits; one Adam step on (G, log μ)
        on Σ_g ‖(W_g − Ŵ_g) X‖² / ‖W_g X‖² + λ ‖G − G⁽⁰⁾‖² / ‖G⁽⁰⁾‖²;
-    4. keep, per lattice, the G and μ with the lowest output error seen.
+    4. keep, per lattice, the G and μ with the lowest output error seen (G⁽⁰⁾ included), rounded
+       to fp16 as they are stored and charged; Z is rounded with the stored values.
 
     `bits` is one int or one per group. With settings.shared, the groups of one bit width share
     one lattice (its covariance and α are pooled over them); otherwise every group has its own.
@@ -291,7 +295,11 @@ def glvq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, settings: GLVQSettin
         cov = torch.zeros(n_lattices, d, d, dtype=W.dtype, device=on).index_add(0, lattice_of, cov_g)
         cov = cov / groups_per_lattice[:, None, None]
         eye = torch.eye(d, dtype=W.dtype, device=on)
-        chol = torch.linalg.cholesky(cov + 1e-6 * cov.diagonal(dim1=1, dim2=2).mean(dim=1)[:, None, None] * eye)
+        if settings.cubic:
+            # a scalar grid: the same step σ = √(mean variance) on every axis
+            chol = cov.diagonal(dim1=1, dim2=2).mean(dim=1).sqrt()[:, None, None] * eye
+        else:
+            chol = torch.linalg.cholesky(cov + 1e-6 * cov.diagonal(dim1=1, dim2=2).mean(dim=1)[:, None, None] * eye)
         # α: the step in whitened units, on a grid around 4 / 2^b (about RTN's optimum for a Gaussian)
         alphas = 4.0 / 2.0 ** bits_t[first_group].double()
         grid = torch.exp(torch.linspace(math.log(0.3), math.log(2.5), 10, dtype=W.dtype)).to(on)
@@ -313,7 +321,7 @@ def glvq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, settings: GLVQSettin
         mu0 = zeros
         G0, best_err0 = initial(mu0)
     if not settings.learn or settings.iterations == 0:
-        return code_for(G0[lattice_of], mu0)
+        return code_for(_fp16(G0)[lattice_of], _fp16(mu0))
 
     # learn G (in units of G⁽⁰⁾'s scale) and log μ by alternating Babai and Adam steps
     unit = G0.norm(dim=(1, 2), keepdim=True) / math.sqrt(d)
@@ -352,7 +360,13 @@ def glvq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, settings: GLVQSettin
     with torch.no_grad():
         G, mu = current()
         keep_best(G, mu, error_of(G[lattice_of], mu))
-    return code_for(best_G[lattice_of].detach(), best_mu.detach())
+    # G and μ are stored in fp16: decode (and round Z) with the stored values
+    return code_for(_fp16(best_G.detach())[lattice_of], _fp16(best_mu.detach()))
+
+
+def _fp16(x: Tensor) -> Tensor:
+    """x rounded to fp16, as it is stored and charged (`FP16_BITS`), kept in x's dtype."""
+    return x.half().to(x.dtype)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,10 +1,21 @@
-"""Quantizing a model: the baselines (RTN with a clip search, GPTQ-style error feedback), salience
-bits, the synthetic warm-up, and every Linear layer of a TinyLM coded by one method."""
+"""Quantizing a model: the scalar baselines (RTN with a clip search, GPTQ error feedback, per row or
+per block of a row), salience bits, the equal-budget rule, and every Linear layer of a TinyLM coded
+by one arm.
+
+**Equal budgets.** Every arm at N nominal bits is held to the same *true* size: the total bits of
+the full GLVQ (N bits per weight plus its side information). An arm that stores less side
+information spends the difference on index bits, one bit more for whole groups of weights (the
+groups GLVQ's bits are allocated over); one that stores more gives bits up the same way. Salience
+arms add and remove bits in the order of the method's salience; arms without salience bits start
+from N bits everywhere and use the groups' output energy ‖W_g X‖² for that order, which knows
+nothing of the loss. The sizes then agree to within half a group's bits.
+"""
 
 from __future__ import annotations
 
-import itertools
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -13,14 +24,14 @@ from torch import Tensor, nn
 from toyscale.core.devices import device
 from toyscale.llm.glvq.lattice import (
     FP16_BITS,
-    GLVQCode,
+    WIDTH_CODE_BITS,
     GLVQSettings,
     _check_bits,
-    bits_per_weight,
     decode,
     glvq_quantize,
     group_rows,
     index_range,
+    output_error,
     replace_settings,
 )
 from toyscale.llm.tinylm import TinyLM, from_state_arrays, lm_loss, state_arrays
@@ -30,48 +41,85 @@ from toyscale.llm.tinylm import TinyLM, from_state_arrays, lm_loss, state_arrays
 # ---------------------------------------------------------------------------------------------
 
 
-def rtn_levels(w: Tensor, step: Tensor, bits: int) -> Tensor:
-    """Round to the nearest of the 2^b midrise levels step · (q + ½), q ∈ [−2^(b−1), 2^(b−1) − 1]."""
-    lo, hi = index_range(bits)
+def rtn_levels(w: Tensor, step: Tensor, bits: int | Tensor) -> Tensor:
+    """Round to the nearest of the 2^b midrise levels step · (q + ½), q ∈ [−2^(b−1), 2^(b−1) − 1].
+
+    `bits` is one int, or a tensor that broadcasts against w (one width per row or block).
+    """
+    lo, hi = index_range(bits if isinstance(bits, int) else bits.to(w.dtype))
     q = torch.clamp(torch.floor(w / step), lo, hi)
     return step * (q + 0.5)
 
 
-def rtn_quantize(W: Tensor, bits: int, *, block: int | None = None, clips: int = 20) -> tuple[Tensor, Tensor]:
+def rtn_quantize(W: Tensor, bits: int | Tensor, *, block: int | None = None, clips: int = 40) -> tuple[Tensor, Tensor]:
     """RTN: one fp16 step per block of `block` consecutive weights (default: a row), chosen by a clip search.
 
-    The step is step = c · max|w| / 2^(b−1) with the clip ratio c on a grid in [0.2, 1] that
-    minimizes the block's squared weight error. Returns (Ŵ, steps).
+    The step is step = c · max|w| / 2^(b−1) with the clip ratio c on a log grid in [0.05, 1]
+    (wide enough for heavy tails, whose maximum lies far out) that minimizes the block's squared
+    weight error, then rounded to fp16 as it is stored. `bits` is one int or one per block.
+    Returns (Ŵ, steps).
     """
     _check_bits(bits)
     block = block or W.shape[-1]
     if W.numel() % block:
         raise ValueError(f"block ({block}) must divide the {W.numel()} weights")
     blocks = W.detach().double().reshape(-1, block)
-    top = blocks.abs().amax(dim=1, keepdim=True).clamp_min(1e-12) / 2 ** (bits - 1)
-    ratios = torch.linspace(0.2, 1.0, clips, dtype=blocks.dtype, device=W.device)
-    errors = torch.stack([((blocks - rtn_levels(blocks, top * c, bits)) ** 2).sum(dim=1) for c in ratios])
-    step = top * ratios[torch.argmin(errors, dim=0)][:, None]
+    if isinstance(bits, Tensor):
+        if bits.numel() != blocks.shape[0]:
+            raise ValueError(f"bits must hold one width per block ({blocks.shape[0]}), got {bits.numel()}")
+        bits = bits.to(blocks.device).reshape(-1, 1)
+    top = blocks.abs().amax(dim=1, keepdim=True).clamp_min(1e-12) / 2.0 ** (bits - 1)
+    ratios = torch.logspace(math.log10(0.05), 0.0, clips, dtype=blocks.dtype, device=W.device)
+    # every clip ratio at once: (clips, blocks, block)
+    candidates = top[None] * ratios[:, None, None]
+    errors = ((blocks[None] - rtn_levels(blocks[None], candidates, bits)) ** 2).sum(dim=2)
+    # the step is stored in fp16
+    step = (top * ratios[torch.argmin(errors, dim=0)][:, None]).half().double()
     return rtn_levels(blocks, step, bits).reshape(W.shape), step.reshape(-1)
 
 
-def gptq_quantize(W: Tensor, H: Tensor, bits: int, damp: float = 0.01) -> Tensor:
-    """GPTQ-style error feedback on RTN's grid (per-row steps from the clip search).
+def scale_block(in_features: int, block: int | None) -> int:
+    """The width of a scale block along a row: `block` weights, or the whole row (None, or wider than it)."""
+    width = in_features if block is None else min(block, in_features)
+    if width < 1 or in_features % width:
+        raise ValueError(f"scale block {block} must divide the row's {in_features} weights")
+    return width
+
+
+def rtn_matrix(W: Tensor, bits: int | Tensor, block: int | None = None) -> Tensor:
+    """RTN of a matrix with one fp16 step per `block` weights of a row (None: per row); bits per row or one int."""
+    width = scale_block(W.shape[1], block)
+    per_block = bits if isinstance(bits, int) else bits.repeat_interleave(W.shape[1] // width)
+    return rtn_quantize(W, per_block, block=width)[0]
+
+
+def gptq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, *, block: int | None = None, damp: float = 0.01) -> Tensor:
+    """GPTQ error feedback on RTN's grid, with one fp16 step per `block` columns of a row (None: per row).
 
     Columns are quantized in order; each column's error, scaled by the inverse Hessian's Cholesky
     factor, is pushed onto the columns not yet quantized: W[:, j>i] −= e_i · U[i, j>i] / U[i, i],
-    with U the upper Cholesky factor of (H + damp · mean diag(H) · I)⁻¹.
+    with U the upper Cholesky factor of (H + damp · mean diag(H) · I)⁻¹. As in GPTQ with groups,
+    a block's steps come from the clip search on its columns as they stand when the block is
+    reached (after the feedback from earlier blocks). `bits`: one int, or one width per row.
     """
     W = W.detach().double().clone()
     H = H.detach().double().to(W.device)
-    _, step = rtn_quantize(W, bits)
-    step = step[:, None]
-    n = H.shape[0]
+    out_features, n = W.shape
+    width = scale_block(n, block)
+    row_bits = torch.as_tensor(bits, device=W.device).long().expand(out_features).clone()
+    _check_bits(row_bits)
     H = H + damp * H.diagonal().mean() * torch.eye(n, dtype=H.dtype, device=H.device)
     U = torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(H)), upper=True)
     Q = torch.zeros_like(W)
+    lo, hi = index_range(row_bits.double())
+    step = torch.empty(out_features, dtype=W.dtype, device=W.device)
     for i in range(n):
-        Q[:, i] = rtn_levels(W[:, i : i + 1], step, bits)[:, 0]
+        if i % width == 0:
+            # the block's steps, from its columns after the feedback so far
+            step = rtn_quantize(W[:, i : i + width], row_bits, block=width)[1]
+        # RTN's level for column i: step · (clamp(floor(w / step)) + ½)
+        Q[:, i] = step * (torch.clamp(torch.floor(W[:, i] / step), lo, hi) + 0.5)
+        # push the error onto the columns still to come
         error = (W[:, i] - Q[:, i]) / U[i, i]
         W[:, i + 1 :] -= error[:, None] * U[i, i + 1 :][None, :]
     return Q
@@ -106,89 +154,6 @@ def allocate_bits(salience: Tensor, bits: int, fraction: float = 0.25) -> Tensor
 
 
 # ---------------------------------------------------------------------------------------------
-# The synthetic warm-up
-# ---------------------------------------------------------------------------------------------
-
-
-def synthetic_groups(n_groups: int, n_vectors: int, dim: int, *, seed: int, heavy_tailed: bool = True) -> Tensor:
-    """Groups of vectors, stacked as rows: (n_groups · n_vectors, dim), float64.
-
-    heavy_tailed: v = A_g s with s i.i.d. Student-t (3 degrees of freedom, unit variance) and a
-    mixing matrix per group, A_g = Q_g diag(σ_g) (a random rotation, log-spread scales): the
-    structure a per-group lattice can learn. Otherwise v is i.i.d. standard Gaussian: the
-    negative control, where no lattice shape has anything to learn.
-    """
-    generator = torch.Generator().manual_seed(seed)
-    if not heavy_tailed:
-        return torch.randn(n_groups * n_vectors, dim, generator=generator, dtype=torch.float64)
-    # Student-t with ν = 3: z / sqrt(χ²_ν / ν), scaled to unit variance (var = ν / (ν − 2) = 3)
-    z = torch.randn(n_groups, n_vectors, dim, generator=generator, dtype=torch.float64)
-    chi2 = (torch.randn(n_groups, n_vectors, 3, generator=generator, dtype=torch.float64) ** 2).sum(dim=2)
-    s = z / torch.sqrt(chi2 / 3.0)[:, :, None] / math.sqrt(3.0)
-    Q, _ = torch.linalg.qr(torch.randn(n_groups, dim, dim, generator=generator, dtype=torch.float64))
-    sigma = torch.exp(torch.rand(n_groups, dim, generator=generator, dtype=torch.float64) * 3.0 - 1.5)
-    A = Q * sigma[:, None, :]
-    return (s @ A.transpose(1, 2)).reshape(n_groups * n_vectors, dim)
-
-
-def sqnr_db(X: Tensor, X_hat: Tensor) -> float:
-    """Signal-to-quantization-noise ratio, 10 log₁₀(‖X‖² / ‖X − X̂‖²) in dB."""
-    return float(10 * torch.log10((X**2).sum() / ((X - X_hat) ** 2).sum().clamp_min(1e-300)))
-
-
-def pca_rtn(X: Tensor, bits: int, n_groups: int) -> Tensor:
-    """Per group: rotate onto the principal axes, RTN with one step per axis, rotate back."""
-    groups = X.reshape(n_groups, -1, X.shape[1])
-    out = []
-    for V in groups:
-        _, vectors = torch.linalg.eigh(V.T @ V / V.shape[0])
-        coords = V @ vectors  # (n, d) principal coordinates
-        coords_hat, _ = rtn_quantize(coords.T.contiguous(), bits)  # a step per axis
-        out.append(coords_hat.T @ vectors.T)
-    return torch.cat(out)
-
-
-SYNTHETIC_ARMS = ("rtn", "pca_rtn", "glvq_shared", "glvq")
-
-
-def synthetic_sqnr(X: Tensor, bits: int, n_groups: int, settings: GLVQSettings) -> dict[str, float]:
-    """SQNR (dB) of each synthetic arm at `bits` per coordinate (index bits; H = I, so output error = MSE)."""
-    group_size = X.numel() // n_groups
-    identity = torch.eye(X.shape[1], dtype=X.dtype)
-    rtn_hat, _ = rtn_quantize(X, bits, block=group_size)
-    per_group = replace_settings(settings, dim=X.shape[1], group_size=group_size, shared=False, row_scale=False)
-    out = {
-        "rtn": sqnr_db(X, rtn_hat),
-        "pca_rtn": sqnr_db(X, pca_rtn(X, bits, n_groups)),
-        "glvq_shared": sqnr_db(X, decode(glvq_quantize(X, identity, bits, replace_settings(per_group, shared=True)))),
-        "glvq": sqnr_db(X, decode(glvq_quantize(X, identity, bits, per_group))),
-    }
-    return out
-
-
-def lattice_picture(seed: int, bits: int = 2, n_vectors: int = 600) -> dict[str, list]:
-    """One 2-D group, coded by GLVQ (d = 2) and by RTN at `bits` per coordinate: the points and both codebooks."""
-    X = synthetic_groups(1, n_vectors, 2, seed=seed)
-    code = glvq_quantize(
-        X, torch.eye(2, dtype=X.dtype), bits, GLVQSettings(dim=2, group_size=X.numel(), row_scale=False)
-    )
-    lo, hi = index_range(bits)
-    grid = torch.tensor(list(itertools.product(range(lo, hi + 1), repeat=2)), dtype=X.dtype)
-    # the GLVQ codebook: F⁻¹(G (z + ½)) for every z in the b-bit box
-    book = GLVQCode(grid.T[None], code.G[:1], code.mu[:1], code.scale[:1], code.bits[:1], (grid.shape[0], 2), 1)
-    glvq_book = decode(book)
-    rtn_hat, step = rtn_quantize(X, bits, block=X.numel())
-    rtn_book = step[0] * (grid + 0.5)
-    return {
-        "points": X.tolist(),
-        "glvq_codebook": glvq_book.tolist(),
-        "rtn_codebook": rtn_book.tolist(),
-        "glvq_sqnr": [sqnr_db(X, decode(code))],
-        "rtn_sqnr": [sqnr_db(X, rtn_hat)],
-    }
-
-
-# ---------------------------------------------------------------------------------------------
 # The language model, its calibration statistics, and quantizing every Linear layer
 # ---------------------------------------------------------------------------------------------
 
@@ -217,55 +182,6 @@ def calibration_hessians(model: TinyLM, tokens: np.ndarray, n_windows: int) -> d
     return {name: s / (n_windows * context) for name, s in sums.items()}
 
 
-LM_ARMS = ("rtn", "gptq", "glvq_shared", "glvq_no_compand", "glvq_uniform", "glvq")
-ABLATION_ARMS = ("glvq_shared", "glvq_no_compand", "glvq_uniform")  # GLVQ with one piece changed
-
-
-def quantize_model(
-    model: TinyLM,
-    hessians: dict[str, Tensor],
-    bits: int,
-    arm: str,
-    settings: GLVQSettings,
-    allocation: dict[str, Tensor] | None = None,
-) -> tuple[dict[str, Tensor], float]:
-    """Every Linear layer of `model` coded by `arm` at `bits`: the new weights and the true bits per weight.
-
-    `allocation` (bits per group and layer, from `salience_bits`) is used by the GLVQ arms except
-    'glvq_uniform'; without it every group gets `bits`.
-    """
-    if arm not in LM_ARMS:
-        raise ValueError(f"arm must be one of {LM_ARMS}, got {arm!r}")
-    layers = model.linear_layers()
-    n_weights = sum(layer.weight.numel() for layer in layers.values())
-    weights: dict[str, Tensor] = {}
-    if arm in ("rtn", "gptq"):
-        index = side = 0
-        for name, layer in layers.items():
-            W = layer.weight.detach()
-            weights[name] = rtn_quantize(W, bits)[0] if arm == "rtn" else gptq_quantize(W, hessians[name], bits)
-            index += bits * W.numel()
-            side += FP16_BITS * W.shape[0]  # one fp16 step per row
-        return weights, bits_per_weight(index, side, n_weights)
-    choice = {
-        "glvq": settings,
-        "glvq_uniform": settings,
-        "glvq_shared": replace_settings(settings, shared=True),
-        "glvq_no_compand": replace_settings(settings, companding=False),
-    }[arm]
-    if arm == "glvq_uniform" or allocation is None:
-        per_layer_bits = {name: torch.tensor(bits) for name in layers}
-    else:
-        per_layer_bits = allocation
-    index = side = 0
-    for name, layer in layers.items():
-        code = glvq_quantize(layer.weight, hessians[name], per_layer_bits[name], choice)
-        weights[name] = decode(code)
-        index += code.index_bits()
-        side += code.side_bits()
-    return weights, bits_per_weight(index, side, n_weights)
-
-
 def fisher_diagonal(model: TinyLM, tokens: np.ndarray, n_windows: int, batch_windows: int = 4) -> dict[str, Tensor]:
     """The diagonal Fisher information of every Linear weight, F_ii ≈ mean over mini-batches of (∂ℓ/∂w_i)².
 
@@ -287,34 +203,259 @@ def fisher_diagonal(model: TinyLM, tokens: np.ndarray, n_windows: int, batch_win
     return {name: f / n_batches for name, f in fisher.items()}
 
 
-def salience_bits(
+def _groups_of(layers: dict[str, nn.Linear], settings: GLVQSettings) -> dict[str, slice]:
+    """Each layer's groups as a slice of the model's groups (layers in forward order)."""
+    out, start = {}, 0
+    for name, layer in layers.items():
+        rows = group_rows(layer.weight, settings.group_size, settings.dim)
+        out[name] = slice(start, start + layer.weight.shape[0] // rows)
+        start = out[name].stop
+    return out
+
+
+def group_salience(
+    layers: dict[str, nn.Linear],
+    hessians: dict[str, Tensor],
+    fisher: dict[str, Tensor],
+    bits: int,
+    settings: GLVQSettings,
+) -> Tensor:
+    """Salience of every group of the model: Σ_{i∈g} F_ii Δw_i², the loss increase its N-bit error is
+    expected to cause (F the diagonal Fisher information, Δw the error of the initial lattice G⁽⁰⁾)."""
+    initial = replace_settings(settings, learn=False)
+    out = []
+    for name, layer in layers.items():
+        W = layer.weight.detach().double()
+        rows = group_rows(W, settings.group_size, settings.dim)
+        delta = W - decode(glvq_quantize(W, hessians[name], bits, initial))
+        out.append((fisher[name] * delta**2).reshape(-1, rows * W.shape[1]).sum(dim=1).cpu())
+    return torch.cat(out)
+
+
+def group_energy(layers: dict[str, nn.Linear], hessians: dict[str, Tensor], settings: GLVQSettings) -> Tensor:
+    """Output energy ‖W_g X‖² of every group: the order in which arms without salience bits match the budget."""
+    out = []
+    for name, layer in layers.items():
+        W = layer.weight.detach().double()
+        rows = group_rows(W, settings.group_size, settings.dim)
+        out.append(output_error(W, torch.zeros_like(W), hessians[name].double(), rows).cpu())
+    return torch.cat(out)
+
+
+def match_bits(allocation: Tensor, priority: Tensor, extra: int) -> Tensor:
+    """Move `extra` groups one bit up (extra > 0) or down (extra < 0) from `allocation` (widths N − 1..N + 1).
+
+    Up: the highest-priority groups not already above N; down: the lowest-priority groups not already
+    below N. N is the allocation's median width.
+    """
+    if allocation.shape != priority.shape or allocation.dim() != 1:
+        raise ValueError(f"allocation and priority must be 1-D and alike, got {allocation.shape}, {priority.shape}")
+    n = int(allocation.median())
+    out = allocation.clone()
+    if extra > 0:
+        order = [int(i) for i in torch.argsort(priority, descending=True, stable=True) if out[i] <= n]
+    else:
+        order = [int(i) for i in torch.argsort(priority, stable=True) if out[i] >= n]
+    if abs(extra) > len(order):
+        raise ValueError(f"cannot move {extra} groups: only {len(order)} can move")
+    for i in order[: abs(extra)]:
+        out[i] += 1 if extra > 0 else -1
+    _check_bits(out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The arms and the budget they share
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One way to code every Linear layer of the model."""
+
+    coder: str  # 'rtn' or 'gptq' (scalar grids; their scale block is chosen on validation), or 'glvq'
+    salience: bool = True  # the method's salience allocation (N ± 1 bits); False: N bits for every group
+    learn: bool = True  # glvq: learn G on the output error (False: its scaled Cholesky start G⁽⁰⁾)
+    shared: bool = False  # glvq: one lattice per layer and bit width instead of one per group
+    companding: bool = True  # glvq: μ-law companding (False: μ → 0, the identity)
+    shuffled: bool = False  # the salience order shuffled: the same N ± 1 mix, not by salience (a falsifier)
+
+    def __post_init__(self) -> None:
+        if self.coder not in ("rtn", "gptq", "glvq"):
+            raise ValueError(f"coder must be 'rtn', 'gptq' or 'glvq', got {self.coder!r}")
+
+    def settings(self, base: GLVQSettings) -> GLVQSettings:
+        """The lattice settings of a GLVQ arm."""
+        return replace_settings(base, learn=self.learn, shared=self.shared, companding=self.companding)
+
+
+#: The arms of the attribution table: each idea of GLVQ on its own and together, at the same budget.
+ARMS: dict[str, Arm] = {
+    "rtn": Arm("rtn", salience=False),
+    "gptq": Arm("gptq", salience=False),
+    "glvq_init_uniform": Arm("glvq", salience=False, learn=False),
+    "glvq_uniform": Arm("glvq", salience=False),
+    "rtn_sb": Arm("rtn"),
+    "gptq_sb": Arm("gptq"),
+    "glvq_init": Arm("glvq", learn=False),
+    "glvq_shared": Arm("glvq", shared=True),
+    "glvq_no_compand": Arm("glvq", companding=False),
+    "glvq": Arm("glvq"),
+}
+#: What may run under GLVQ's name: the method, or a falsifier's change.
+METHODS: dict[str, Arm] = {
+    "glvq": ARMS["glvq"],
+    "glvq_uniform": ARMS["glvq_uniform"],
+    "glvq_init": ARMS["glvq_init"],
+    "glvq_salience_shuffled": Arm("glvq", shuffled=True),
+}
+
+
+@dataclass
+class BitPlan:
+    """What every arm at N nominal bits shares: the budget and the groups' orders.
+
+    budget: the full GLVQ's total bits (N per weight plus its side information); salience and
+    energy: one value per group of the model; allocation: the method's N ± 1 bits by salience;
+    shuffled: the same widths dealt by a seeded shuffle of the salience order (a falsifier's).
+    """
+
+    bits: int
+    budget: int
+    group_weights: int
+    n_weights: int
+    groups: dict[str, slice]
+    salience: Tensor
+    energy: Tensor
+    allocation: Tensor
+    shuffled_salience: Tensor
+    shuffled: Tensor
+
+
+def scalar_side_bits(layers: dict[str, nn.Linear], block: int | None, n_groups: int) -> int:
+    """A scalar grid's side information: one fp16 step per scale block of every row, and a width code per group."""
+    steps = sum(
+        layer.weight.shape[0] * (layer.weight.shape[1] // scale_block(layer.weight.shape[1], block))
+        for layer in layers.values()
+    )
+    return FP16_BITS * steps + WIDTH_CODE_BITS * n_groups
+
+
+def glvq_side_bits(
+    layers: dict[str, nn.Linear], settings: GLVQSettings, allocation: Tensor, groups: dict[str, slice]
+) -> int:
+    """GLVQ's side information (what `GLVQCode.side_bits` charges), without coding: d² fp16 numbers
+    per stored lattice, μ and s in fp16 per group when companding, a width code per group, one fp16
+    scale per row."""
+    total = 0
+    for name, layer in layers.items():
+        widths = allocation[groups[name]]
+        n_lattices = len(torch.unique(widths)) if settings.shared else widths.numel()
+        per_group = WIDTH_CODE_BITS + (2 * FP16_BITS if settings.companding else 0)
+        rows = FP16_BITS * layer.weight.shape[0] if settings.row_scale else 0
+        total += n_lattices * settings.dim**2 * FP16_BITS + widths.numel() * per_group + rows
+    return total
+
+
+def bit_plan(
     layers: dict[str, nn.Linear],
     hessians: dict[str, Tensor],
     fisher: dict[str, Tensor],
     bits: int,
     settings: GLVQSettings,
     fraction: float,
-) -> dict[str, Tensor]:
-    """Bits per group for every layer, from one allocation over all groups of the model.
+    seed: int,
+) -> BitPlan:
+    """The budget and orders at N = `bits`: the full GLVQ (`settings`, salience bits) sets the budget."""
+    groups = _groups_of(layers, settings)
+    salience = group_salience(layers, hessians, fisher, bits, settings)
+    allocation = allocate_bits(salience, bits, fraction)
+    n_weights = sum(layer.weight.numel() for layer in layers.values())
+    budget = bits * n_weights + glvq_side_bits(layers, settings, allocation, groups)
+    generator = torch.Generator().manual_seed(seed)
+    shuffled_salience = salience[torch.randperm(salience.numel(), generator=generator)]
+    return BitPlan(
+        bits=bits,
+        budget=budget,
+        group_weights=settings.group_size,
+        n_weights=n_weights,
+        groups=groups,
+        salience=salience,
+        energy=group_energy(layers, hessians, settings),
+        allocation=allocation,
+        shuffled_salience=shuffled_salience,
+        shuffled=allocate_bits(shuffled_salience, bits, fraction),
+    )
 
-    Salience of a group: the increase of the LM's loss that its N-bit error is expected to cause,
-    Σ_{i∈g} F_ii Δw_i², with F the diagonal Fisher information and Δw the error of the initial
-    lattice G⁽⁰⁾ at N bits. Every group holds `group_size` weights, so the mean stays exactly N.
+
+def arm_allocation(plan: BitPlan, arm: Arm, side_bits: Callable[[Tensor], int]) -> Tensor:
+    """The arm's bits per group at the plan's budget: its start (salience, shuffled or uniform N) with
+    whole groups moved one bit so that index + side bits come within half a group of the budget."""
+    if arm.shuffled:
+        start, priority = plan.shuffled, plan.shuffled_salience
+    elif arm.salience:
+        start, priority = plan.allocation, plan.salience
+    else:
+        start, priority = torch.full_like(plan.allocation, plan.bits), plan.energy
+    allocation = start
+    for _ in range(3):  # the side bits of a shared lattice depend on the widths a layer holds
+        spare = plan.budget - side_bits(allocation) - int(start.sum()) * plan.group_weights
+        moved = match_bits(start, priority, round(spare / plan.group_weights))
+        if torch.equal(moved, allocation):
+            break
+        allocation = moved
+    return allocation
+
+
+def quantize_model(
+    model: TinyLM,
+    hessians: dict[str, Tensor],
+    plan: BitPlan,
+    arm: Arm,
+    settings: GLVQSettings,
+    block: int | None = None,
+) -> tuple[dict[str, Tensor], dict[str, float]]:
+    """Every Linear layer of `model` coded by `arm` at the plan's budget: the new weights and the sizes.
+
+    `block`: the scale block of a scalar arm (None: per row). Returns (weights, {'bpw': true bits
+    per weight, 'index': index bits, 'side': side bits, 'width': mean index bits per weight}).
     """
-    initial = replace_settings(settings, learn=False)
-    saliences, sizes = [], {}
+    layers = model.linear_layers()
+    n_groups = plan.allocation.numel()
+    lattice = arm.settings(settings)
+    if arm.coder == "glvq":
+        allocation = arm_allocation(plan, arm, lambda a: glvq_side_bits(layers, lattice, a, plan.groups))
+    else:
+        side = scalar_side_bits(layers, block, n_groups)
+        allocation = arm_allocation(plan, arm, lambda a: side)
+    weights: dict[str, Tensor] = {}
+    index = side = 0
     for name, layer in layers.items():
-        W = layer.weight.detach().double()
-        rows = group_rows(W, settings.group_size, settings.dim)
-        delta = W - decode(glvq_quantize(W, hessians[name], bits, initial))
-        saliences.append((fisher[name] * delta**2).reshape(-1, rows * W.shape[1]).sum(dim=1))
-        sizes[name] = saliences[-1].numel()
-    allocation = allocate_bits(torch.cat(saliences).cpu(), bits, fraction)
-    out, start = {}, 0
-    for name, size in sizes.items():
-        out[name] = allocation[start : start + size].to(layers[name].weight.device)
-        start += size
-    return out
+        W = layer.weight.detach()
+        widths = allocation[plan.groups[name]].to(W.device)
+        if arm.coder == "glvq":
+            code = glvq_quantize(W, hessians[name], widths, lattice)
+            weights[name] = decode(code)
+            index += code.index_bits()
+            side += code.side_bits()
+            continue
+        row_bits = widths.repeat_interleave(W.shape[0] // widths.numel())
+        if arm.coder == "rtn":
+            weights[name] = rtn_matrix(W.double(), row_bits, block)
+        else:
+            weights[name] = gptq_quantize(W, hessians[name], row_bits, block=block)
+        index += int((row_bits * W.shape[1]).sum())
+    if arm.coder == "glvq":
+        assert side == glvq_side_bits(layers, lattice, allocation, plan.groups), "side bits miscounted"
+    else:
+        side = scalar_side_bits(layers, block, n_groups)
+    assert index == int(allocation.sum()) * plan.group_weights
+    return weights, {
+        "bpw": (index + side) / plan.n_weights,
+        "index": float(index),
+        "side": float(side),
+        "width": index / plan.n_weights,
+    }
 
 
 def with_weights(model: TinyLM, weights: dict[str, Tensor]) -> TinyLM:
