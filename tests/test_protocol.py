@@ -19,7 +19,6 @@ RE_AUDIT_PENDING = {
     "dcpt",
     "badiff",
     "victor",
-    "combatvla",
     "c4",
 }
 

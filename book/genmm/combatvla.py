@@ -37,9 +37,11 @@
 # %%
 import numpy as np
 import torch
+from myst_nb import glue
 
 from toyscale.core import Stopwatch, Table, check_results, claims_table, mean_std
-from toyscale.core import set_threads
+from toyscale.core import set_threads, tally
+from toyscale.core.calibration import load_record, record_table
 from toyscale.genmm import combatvla as cv
 from toyscale.genmm.combatvla import game
 
@@ -71,10 +73,14 @@ set_threads(1)  # tiny models: one thread is the fastest and keeps results stabl
 # **Progressive training.** The paper trains in three stages: *video-level* AoT (a clip of
 # frames → the actions taken in it), *frame-level* AoT (the frames before an action →
 # explanation, then action), and *truncated* AoT. Our arms share the first stage and then get
-# the same number of steps each: no thought (key only), full AoT (frame-level), and
-# truncated AoT. By default the truncated arm goes straight from the video stage to the
-# truncated format: at our budget, a frame-level stage first makes it worse, because it must
-# then unlearn putting the explanation first (exercise 2 puts the stage back).
+# the same budget of steps each, every arm ending at its own best point on validation fights:
+# no thought (key only), full AoT (frame-level), truncated AoT straight after the video stage
+# (`direct`), and **the paper's curriculum** (`curriculum`): frame-level AoT for a third of the
+# steps, then truncated AoT. Which of the two truncated recipes is *the* truncated model is
+# decided on validation fights, never on the test fights the claims read. Full AoT gets a
+# second form too: a **latency-aware** arm trained to press the key the expert would press
+# when its decision lands, one tick later, so that "full AoT loses to its own latency" is not
+# said of a baseline that was never told about latency.
 #
 # **Pairing frames with actions.** Frames and key events are logged by two threads on their
 # own clocks. A key must be paired with frames captured *strictly before* it: a frame at or
@@ -88,8 +94,10 @@ set_threads(1)  # tiny models: one thread is the fastest and keeps results stabl
 #
 # The player stands left of an enemy on a line of 12 cells. The enemy walks up, **winds up**
 # (a thrust or a sweep, with a cue that grows one pixel per tick), **strikes**, and
-# **recovers** (taking double damage). The paper's ten keys map to moves, sidesteps, a block, a
-# dodge roll, a potion, an immobilizing spell and two attacks:
+# **recovers** (taking double damage). The enemy is a swordsman or a lancer (its helmet is
+# drawn dimmer): a sidestep avoids a swordsman's thrust, but a lancer's thrust follows it. The
+# paper's ten keys map to moves, sidesteps, a block, a dodge roll, a potion, an immobilizing
+# spell and two attacks:
 
 # %%
 Table(
@@ -188,8 +196,12 @@ print(f"nearest-frame pairing: {record.naive_leaks / record.pairs:.1%} would lea
 # ### Action-of-thought sequences
 #
 # The explanation is six slot tokens: the enemy's phase, when its strike lands, the distance,
-# own HP, potions, and which cooldowns are ready. One recorded key event in every format (the
-# video format lists the keys pressed between the clip's frames):
+# own HP, potions, and which cooldowns are ready. No slot names the enemy's kind, so the
+# explanation does not determine the key: facing a thrust about to land, the expert sidesteps
+# a swordsman and dodges a lancer, and the model has to read the kind off the frames itself.
+# Thinking before acting is therefore not a perfect chain of thought that computes the key.
+# One recorded key event in every format (the video format lists the keys pressed between
+# the clip's frames), and how many distinct explanations occur with more than one key:
 
 # %%
 i = int(np.flatnonzero(record.actions == game.SPACE)[0])
@@ -197,6 +209,14 @@ for fmt in ("none", "full", "truncated"):
     sequence = cv.sequences(fmt, record.actions[i : i + 1], record.thoughts[i : i + 1])
     print(f"{fmt:>9}: {cv.describe(sequence[0])}")
 print(f"{'video':>9}: {cv.describe(cv.sequences('video', record.video[i : i + 1])[0])}")
+keys_per_thought = {}
+for thought, key in zip(map(tuple, record.thoughts), record.actions, strict=True):
+    keys_per_thought.setdefault(thought, set()).add(int(key))
+ambiguous = sum(len(k) > 1 for k in keys_per_thought.values())
+print(
+    f"{ambiguous} of {len(keys_per_thought)} explanations occur with more than one key"
+)
+assert ambiguous > 0
 
 # %% [markdown]
 # ### The tiny VLA and truncated decoding
@@ -245,32 +265,51 @@ for tokens in (2, 8):
 # %% [markdown]
 # ## The experiment
 #
-# `cv.run` records 300 expert fights for training and 100 for the benchmark, trains the
-# video stage once and each arm for the same number of steps after it, and then measures,
-# per arm: the toy combat-understanding benchmark (questions from the game's ground truth,
-# in the paper's three groups), decoded tokens and wall time per decision, and the share of
-# fights won (100 per arm and cost), paused and at several game-time costs per token. The multi-call agent asks
-# the full-AoT model for five sampled generations per decision and takes a vote.
+# `cv.run` records 460 expert fights and splits them by whole fights: 300 to train on, 60 to
+# stop training on (each arm keeps the weights with the best validation key accuracy within
+# the shared budget) and 100 held out for the benchmark. It trains the video stage once and
+# every arm after it for the same number of steps, chooses the truncated recipe and the
+# stronger full-AoT player in real time on 100 validation fights of their own, and then
+# measures once per arm: the toy combat-understanding benchmark (questions from the game's
+# ground truth, in the paper's three groups), decoded tokens and wall time per decision, and
+# the share of 100 test fights won, paused and at the claim cost of an eighth of a game tick
+# per decoded token. The multi-call agent asks the full-AoT model for five sampled
+# generations per decision and takes a vote.
 
 # %%
 with Stopwatch() as watch:
     result = cv.run(cv.Config(), seed=0)
 print(f"one seed: {watch.seconds:.1f} s")
-arms = ("truncated", "full", "none", "multi_call", "expert", "random")
+arms = ("truncated", "direct", "curriculum", "none", "full", "ahead", "multi_call")
 Table(
-    ["arm", "won (paused)", "won (real time)", "tokens / decision", "ms / decision"],
     [
-        [
-            cv.ARM_LABELS[a],
-            result.metrics[a]["paused"],
-            result.metrics[a]["realtime"],
-            result.metrics[a]["tokens"],
-            result.metrics[a].get("time_ms", 0.0),
-        ]
+        "arm",
+        "won paused",
+        "won real time",
+        "tokens",
+        "ms (this machine)",
+        "benchmark",
+        "steps",
+    ],
+    [
+        [cv.ARM_LABELS[a]]
+        + [result.metrics[a][m] for m in ("paused", "realtime", "tokens", "time_ms")]
+        + [result.metrics[a]["benchmark"], result.metrics[a]["steps"]]
         for a in arms
+    ]
+    + [
+        [cv.ARM_LABELS[a], result.metrics[a]["paused"], result.metrics[a]["realtime"]]
+        + [""] * 4
+        for a in ("expert", "random")
     ],
     caption=f"Seed 0; real time at {result.config.claim_cost} ticks per decoded token",
 )
+
+# %%
+picked = "curriculum" if result.metrics["truncated"]["curriculum"] else "direct"
+picked_full = "ahead" if result.metrics["full_best"]["ahead"] else "full"
+print(f"truncated recipe chosen on validation: {cv.ARM_LABELS[picked]}")
+print(f"stronger full AoT in real time, on validation: {cv.ARM_LABELS[picked_full]}")
 
 # %% [markdown]
 # A fight as the truncated model sees it, with what it decoded on each tick (the key, then,
@@ -281,18 +320,11 @@ Table(
 cv.fig_story(result).show()
 
 # %% [markdown]
-# The main result: the share of fights won as each decoded token costs more game time. At
-# zero, the paused mode, every model arm stays below the expert; watch how fast each curve
-# falls as the cost rises:
-
-# %%
-cv.fig_success_vs_cost(result).show()
-
-# %% [markdown]
 # What a decision costs, in decoded tokens (deterministic: the format fixes them) and in
-# wall-clock milliseconds at batch size 1 on this CPU. The multi-call agent's calls run here
-# as one batch, so its wall time is a lower bound; its tokens are counted as if the calls ran
-# one after another, as an agent framework's calls do (each one waits for the last):
+# wall-clock milliseconds at batch size 1 on this CPU (a measurement of this machine, under
+# whatever else it runs). A multi-call framework's calls run one after another, so its time
+# per decision is about `calls` times full AoT's; its tokens are counted that way in the
+# fights:
 
 # %%
 cv.fig_cost_per_decision(result).show()
@@ -308,7 +340,7 @@ Table(
         [cv.ARM_LABELS[a]]
         + [result.metrics[a][q] for q in ("gathering", "comprehension", "reasoning")]
         + [result.metrics[a]["benchmark"], result.metrics[a]["action_accuracy"]]
-        for a in ("truncated", "full", "none")
+        for a in ("truncated", "direct", "curriculum", "full", "none")
     ],
     caption="Toy CUBench accuracy on 100 held-out recorded fights (NaN: no explanation)",
 )
@@ -320,28 +352,67 @@ Table(
 # longer than this page may, so their metrics are committed as a checked file
 # (`python -m toyscale data --rebuild combatvla_results` recomputes it); the tests and
 # `python -m toyscale reproduce combatvla` recompute everything and never read it. First,
-# proof that the file holds what `run` computes: seed 0, run above, against its stored row.
-# The numbers are the same on the machine that made the file; another CPU may round
-# differently and drift a little, and wall times always differ.
+# proof that the file holds what `run` computes: every arm of seed 0, run above, against its
+# stored row. On the machine that made the file the numbers are identical (wall times
+# apart); the trained full and truncated models differ from one CPU to another (their
+# floating-point kernels round differently), so elsewhere each number may move by at most
+# the margin of the claims that read it. The wall times are this machine's and are not
+# compared.
 
 # %%
-results = cv.reference_results()
-stored = results[0].metrics
-rows = [
-    [cv.ARM_LABELS[arm], metric, result.metrics[arm][metric], stored[arm][metric]]
-    for arm in ("truncated", "full", "none")
-    for metric in ("paused", "realtime", "tokens")
-]
-assert all(abs(live - saved) <= 0.15 for _, _, live, saved in rows)
-Table(["arm", "metric", "seed 0, run here", "seed 0, committed"], rows)
+reference = cv.reference_results()
+stored = reference[0].metrics
+machine = cv.reference_environment()
+same = cv.same_machine()
+print(f"the file was made on: {machine.get('cpu')}, torch {machine.get('torch')}")
+print(f"this machine matches it: {same}")
+tolerance = {
+    "paused": cv.PAUSED_BAND,
+    "realtime": cv.REALTIME_MARGIN,
+    "benchmark": cv.BENCH_MARGIN,
+    "tokens": 0.5,
+}
+rows = []
+for arm in (*arms, "truncated", "full_best"):
+    for metric, allowed in tolerance.items():
+        live, saved = result.metrics[arm][metric], stored[arm][metric]
+        if np.isnan(live) and np.isnan(saved):
+            continue
+        ok = abs(live - saved) <= (1e-9 if same else allowed)
+        rows.append([cv.ARM_LABELS[arm], metric, live, saved, allowed, ok])
+assert all(row[-1] for row in rows), [row for row in rows if not row[-1]]
+Table(["arm", "metric", "seed 0, here", "seed 0, committed", "tolerance", "ok"], rows)
 
 # %% [markdown]
-# The claims, on the committed seeds:
+# The margins of the claims were fixed on eleven calibration seeds (1000 to 1010; one default
+# run takes long enough that twenty would not fit), which the book never shows, by a rule
+# written before the record was read (in `combatvla/claims.py`). The same record decided
+# which claims the toy can be expected to show: a claim that does not pass 95 % of five-seed
+# windows of calibration seeds is listed as *not reproduced*, with its reason, whatever the
+# five book seeds say. The falsifiers (`cv.FALSIFIERS`: truncated decoding off, full AoT in
+# the truncated arms' place, the explanation's loss off, the no-thought model in their place)
+# are rerun by the tests; their spread on the default configuration is not in this record.
+# The record (`code/toyscale/genmm/combatvla/calibration/`):
 
 # %%
-seeds = [r.seed for r in results]
-outcomes = check_results(cv.CLAIMS, results, seeds=seeds, chapter="combatvla")
+record = load_record(cv)
+record_table(record)
+
+# %% [markdown]
+# The claims on the five committed seeds:
+
+# %%
+seeds = [r.seed for r in reference]
+outcomes = check_results(cv.CLAIMS, reference, seeds=seeds, chapter="combatvla")
 assert not any(o.fails_strict for o in outcomes), "an expected claim failed"
+for o in outcomes:
+    glue(f"{o.claim.id}_status", o.status, display=False)
+    glue(
+        f"{o.claim.id}_delta",
+        float(np.mean(o.verdict.leaves()[0].values)),
+        display=False,
+    )
+glue("tally", tally(outcomes).line(), display=False)
 claims_table(outcomes)
 
 # %% [markdown]
@@ -349,52 +420,127 @@ claims_table(outcomes)
 
 # %%
 rows = []
-for arm in ("truncated", "full", "none", "multi_call"):
+for arm in ("truncated", "curriculum", "none", "full", "ahead", "multi_call"):
     row = [cv.ARM_LABELS[arm]]
     for metric in ("paused", "realtime", "tokens", "time_ms", "benchmark"):
-        mean, std = mean_std([r.metrics[arm][metric] for r in results])
+        mean, std = mean_std([r.metrics[arm][metric] for r in reference])
         row.append(f"{mean:.3g} ± {std:.2g}")
     rows.append(row)
 Table(
-    ["arm", "won paused", "won real time", "tokens", "ms / decision", "benchmark"],
+    [
+        "arm",
+        "won paused",
+        "won real time",
+        "tokens",
+        "ms (file's machine)",
+        "benchmark",
+    ],
     rows,
     f"Seeds {seeds[0]}–{seeds[-1]} (committed)",
 )
 
+
+# %%
+def mean_over(f):
+    return float(np.mean([f(r.metrics) for r in reference]))
+
+
+glue(
+    "time_ratio",
+    mean_over(lambda m: m["full"]["time_ms"] / m["truncated"]["time_ms"]),
+    display=False,
+)
+glue(
+    "token_ratio",
+    mean_over(lambda m: m["full"]["tokens"] / m["truncated"]["tokens"]),
+    display=False,
+)
+glue(
+    "ahead_gain",
+    mean_over(lambda m: m["ahead"]["realtime"] - m["full"]["realtime"]),
+    display=False,
+)
+glue(
+    "stage3_gain",
+    mean_over(
+        lambda m: m["curriculum"]["benchmark"] - m["curriculum"]["stage2_benchmark"]
+    ),
+    display=False,
+)
+chosen = sum(int(r.metrics["truncated"]["curriculum"]) for r in reference)
+glue("curriculum_chosen", f"{chosen} of {len(reference)}", display=False)
+ahead_chosen = sum(int(r.metrics["full_best"]["ahead"]) for r in reference)
+glue("ahead_chosen", f"{ahead_chosen} of {len(reference)}", display=False)
+
 # %% [markdown]
-# What holds, and what does not:
+# ### Where the effect lives
 #
-# - **Fewer tokens and less time per decision: yes, by construction and by measurement.**
-#   Truncated decoding emits the key and `<TRUNC>`; full AoT emits six slots, the key and
-#   `<eos>`. The token ratio is fixed by the format; the wall-time ratio is measured and is
-#   larger than the token ratio, because our decoder keeps no key-value cache: every step
-#   re-reads the whole sequence so far, so late tokens cost more than early ones. The paper's ratio (2.7× in tokens, 2× in time) is smaller because its
-#   explanations are long sentences while its actions are several tokens too.
-# - **Understanding: a small loss, not the paper's gain.** The truncated model's explanation
-#   trails the full model's by a few points on the toy benchmark, within the margin we
-#   allow. In the paper stage 3 *raised* CUBench; our full-AoT model writes its explanation
-#   where it also uses it, and that is the format it is trained in from the start.
-# - **Real time: yes, clearly.** At an eighth of a tick per token, full AoT's decision takes
-#   a whole tick, so its dodge lands one tick late and the strike it meant to avoid hits;
-#   the truncated model keeps much of its paused win rate.
-# - **Paused: close on average, not reliably.** With the game waiting for the model, the
-#   paired difference between the two swings widely from seed to seed: two models of the
-#   same seed differ by more than the formats do. Full AoT is often the better paused
-#   player: writing the explanation first lets a two-block model compute the key *from* its
-#   own explanation, a small chain of thought {cite}`wei2022cot`. The claims table keeps
-#   "truncation is free" as not established by the toy. The real-time win does not depend
-#   on it: it comes from latency, and it holds on every seed.
-# - **One call against many: yes.** The multi-call agent decodes its calls' tokens one
-#   call after another, many times the truncated model's, and in real time it loses nearly
-#   every fight. This is the part of
-#   the paper's 50× that comes from calls, not truncation.
-# - **The tracker: no leaks**, while nearest-in-time pairing would have put the frame after
-#   the key into a large share of the training pairs (printed in *Building it*).
-# - **No thought at all is as fast, and here it plays as well or better.** The no-thought
-#   arm decodes as few tokens as the truncated one and, trained on keys alone, is at least as
-#   good a player in our runs. What truncation adds over it is the explanation: the model can
-#   still say what it saw and why (the benchmark), at no cost in latency. The toy does not
-#   show that learning to explain makes the keys better.
+# The real-time effect exists only because decoded tokens cost game time. The committed
+# results sweep that cost per token from zero (the game waits: the effect must vanish, the
+# `no_latency_no_gain` control) past the point where full AoT's eight tokens take a whole
+# tick, to where even the truncated model's two tokens do. The figure plots, per cost, the
+# truncated model's win rate minus the better of full AoT and latency-aware full AoT *at
+# that cost*, mean ± sd over the five seeds, with each arm's break-even cost (where its win
+# rate falls to half its paused value) marked:
+
+# %%
+cv.fig_success_vs_cost(reference[0]).show()
+cv.fig_latency_boundary(reference, margin=cv.REALTIME_MARGIN).show()
+cv.latency_boundary(reference).table()
+
+# %%
+cv.break_even_table(reference)
+
+# %% [markdown]
+# The scorecard line for this chapter: {glue:text}`tally`. No effect of the paper passes
+# 95 % of the calibration windows, so none is claimed; several pass on these five seeds
+# ("pass (not expected)" in the table) and would fail on others. What the toy shows:
+#
+# - **Fewer tokens and less time per decision** (by construction, verdict
+#   {glue:text}`truncation_cuts_tokens_and_time_status`). Truncated decoding emits the key and
+#   `<TRUNC>`; full AoT emits six slots, the key and `<eos>`: a token ratio of
+#   {glue:text}`token_ratio:.2f`, fixed by the format. The wall-time ratio, measured on the
+#   machine that made the file, is {glue:text}`time_ratio:.2f`: what a call costs besides its
+#   decoded tokens (the frame encoder, Python) is paid by both formats.
+# - **Understanding: a loss, at the edge of the noise** (non-inferiority, verdict
+#   {glue:text}`benchmark_non_inferior_status`). The truncated model's benchmark minus full
+#   AoT's is {glue:text}`benchmark_non_inferior_delta:+.3f` on these seeds, against a margin of
+#   twice the seed-to-seed noise of that difference on the calibration seeds; it is below zero
+#   on every seed, and the calibration windows stay within the margin too rarely for the
+#   claim to be made, whatever these five seeds say.
+# - **The benchmark does not rise after stage 3** (verdict
+#   {glue:text}`benchmark_rises_after_stage3_status`): the paper's curriculum minus full AoT
+#   trained for the same steps is {glue:text}`benchmark_rises_after_stage3_delta:+.3f`; against
+#   its own frame-level checkpoint the truncated stage changes the benchmark by
+#   {glue:text}`stage3_gain:+.3f`. The validation fights chose the curriculum as the truncated
+#   recipe on {glue:text}`curriculum_chosen` seeds.
+# - **Real time: truncation helps on average, not reliably** (verdict
+#   {glue:text}`realtime_truncated_wins_status`, Δ {glue:text}`realtime_truncated_wins_delta:+.2f`
+#   of the fights over the stronger of full AoT and latency-aware full AoT, which the
+#   validation fights picked as the latency-aware arm on {glue:text}`ahead_chosen` seeds; acting
+#   for the tick its key lands on changes full AoT's real-time wins by
+#   {glue:text}`ahead_gain:+.2f`). Paused, the truncated model is the weaker player: full AoT
+#   computes its key from its own explanation, a small chain of thought {cite}`wei2022cot`.
+#   One tick of lag costs full AoT more than that gap on most seeds, not on all. The **paper's
+#   curriculum** as the real-time player: verdict {glue:text}`realtime_curriculum_wins_status`
+#   ({glue:text}`realtime_curriculum_wins_delta:+.2f`).
+# - **Paused there is no gain to find** (the control, verdict
+#   {glue:text}`no_latency_no_gain_status`, Δ {glue:text}`no_latency_no_gain_delta:+.3f`): with
+#   the game waiting, truncated AoT does not beat full AoT; its band is wide because the paused
+#   difference swings from seed to seed. Whatever truncation gains comes from latency alone,
+#   as the boundary shows.
+# - **Thinking helps the keys on average, not reliably** (verdict
+#   {glue:text}`thought_beats_no_thought_status`, Δ {glue:text}`thought_beats_no_thought_delta:+.3f`
+#   paused, truncated minus no thought, at identical tokens per decision): two small models
+#   trained from scratch differ from seed to seed by more than what the explanation adds.
+# - **One call against many** (by construction, verdict
+#   {glue:text}`one_call_beats_multi_call_status`). The multi-call agent decodes its calls'
+#   tokens one call after another, many times the truncated model's, and in real time it
+#   loses nearly every fight: the part of the paper's 50× that comes from calls.
+# - **The tracker** (by construction, verdict {glue:text}`tracker_never_leaks_status`): no
+#   leaks, while nearest-in-time pairing would have put the frame after the key into a large
+#   share of the training pairs (printed in *Building it*). Our two clocks never overlap, so
+#   the strict rule cannot fail here; the check guards the code, not a finding.
 # - **Not claimed.** The paper's model beats human players; our reference is a scripted expert
 #   that reads the state and wins every fight, and every model arm stays below it.
 
@@ -430,35 +576,37 @@ print(f"speed-up over VARP: {90.2 / seconds['truncated AoT']:.0f}×")
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Train longer.** Run `cv.run(cv.Config(steps=600), seed=s)` for two seeds (about a
-#    minute each). Does the truncated model's gap to full AoT close, on the benchmark and
-#    paused? What happens to the real-time gap?
+# 1. **Train longer.** Run `cv.run(cv.Config(steps=600), seed=s)` for two seeds (a few
+#    minutes each). Does the truncated model's gap to full AoT close, on the benchmark and
+#    paused? Does the validation choice between `direct` and `curriculum` change? What happens
+#    to the real-time gap?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# In our runs of a development version, with about two and a half times the steps, every arm
-# came close to the expert paused and the benchmark gap fell within the seed noise: what the
-# truncated arm lacked was training, not the ability to explain. The paused mode then stops
-# separating the arms, while the real-time gap stays: it comes from the number of tokens,
-# which training does not change.
+# Compare `metrics["truncated"]["benchmark"]` with `metrics["full"]["benchmark"]` and the two
+# paused win rates at both budgets, and read `metrics["truncated"]["curriculum"]` (1 when the
+# curriculum won on validation). Look for the paused and benchmark gaps to shrink with
+# training, if the truncated arm lacked steps rather than the ability to explain, while the
+# real-time gap stays: it comes from the number of tokens, which training does not change.
 # ```
 #
-# 2. **Follow the paper's curriculum.** Run `cv.run(cv.Config(stage2_share=1 / 3), seed=s)`
-#    for seeds 0 to 2: the truncated arm first spends a third of its steps on frame-level AoT.
-#    What happens to its paused and real-time win rates?
+# 2. **Tell the latency-aware arm about more latency.** At `cv.Config(claim_cost=0.25,
+#    costs=(0.0, 0.25))` full AoT's decision takes two ticks, and the latency-aware arm is
+#    trained to act for two ticks ahead (`config.lead`). Run two seeds: how do its real-time
+#    wins compare with plain full AoT's, and with the truncated model's?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# In our runs the truncated arm got clearly worse, paused and in real time, and on some seeds
-# its real-time lead over full AoT nearly vanished. After the frame-level stage the model has
-# learned to put an explanation slot after `<bos>`; the truncated stage has to teach it the
-# key there instead, with fewer steps left than the no-thought arm had. A 3B model pretrained
-# on language can absorb such a curriculum; a model trained from scratch for a few hundred
-# steps pays for it.
+# Read `metrics["ahead"]["realtime"]`, `metrics["full"]["realtime"]` and
+# `metrics["truncated"]["realtime"]`. Acting for the tick on which the key will land can
+# help only with what the current frames already show: a strike whose cue is visible can be
+# anticipated, but an enemy's choice in the ticks the model is thinking through cannot.
+# The further ahead it must act, the less of the fight the frames predict.
 # ```
 #
-# 3. **Find the break-even cost.** From `result.sweep`, at which cost per token does each arm
-#    fall below half its paused win rate? How do the two costs compare with the token ratio?
+# 3. **Find the break-even cost.** From the committed results' sweeps
+#    (`cv.break_even_table(cv.reference_results())`), at which cost per token does each arm
+#    fall below half its paused win rate? How do the costs compare with the token ratio?
 #
 # ```{admonition} Solution
 # :class: dropdown

@@ -1,5 +1,11 @@
 """CombatVLA: the game, the tracker (crafted event streams), AoT formats, the tiny VLA and its
-truncated decoding, the execution loop, bad input, and the claims over 5 seeds."""
+truncated decoding, the execution loop, bad input, the protocol, the claims and their falsifiers.
+
+The claims' margins were calibrated on seeds 1000–1011 of the default configuration, so the claims
+are checked on the committed default-configuration results of the book's seeds (and a slice of
+them is rerun); `python -m toyscale reproduce combatvla --strict` recomputes them. Each falsifier
+reruns `Config.fast()` on three seeds with its change, and every claim it names must fail there.
+"""
 
 from dataclasses import replace
 
@@ -7,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from toyscale.core.claims import check_results, evaluate, unmet
+from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
+from toyscale.core.claims import EFFECT
 from toyscale.genmm import combatvla as cv
 from toyscale.genmm.combatvla import game
 
@@ -15,10 +22,10 @@ torch.set_num_threads(1)
 
 
 def one_battle(**fields) -> game.Battle:
-    """A single fight in a chosen state (defaults: distance 1, full HP, everything ready)."""
+    """A single fight in a chosen state (defaults: a swordsman at distance 1, full HP, everything ready)."""
     b = game.new_battles(1, 0)
     base = dict(player=3, enemy=4, hp=10, enemy_hp=30, potions=2, dodge_cd=0, heavy_cd=0, immobilize_cd=0)
-    base.update(phase=game.APPROACH, timer=0, tick=0, flash=0)
+    base.update(phase=game.APPROACH, timer=0, tick=0, flash=0, kind=game.SWORDSMAN)
     base.update(fields)
     for name, value in base.items():
         setattr(b, name, np.array([value]))
@@ -304,66 +311,131 @@ def test_bad_input_raises_clear_errors():
         cv.run(config="fast")
 
 
+# --- the enemy's kind: the key is not a function of the explanation ----------------------------------
+
+
+def test_the_enemy_kind_decides_the_avoiding_key_and_no_slot_names_it():
+    swordsman = strike_now(game.WINDUP_THRUST, game.A)
+    lancer_b = one_battle(phase=game.WINDUP_THRUST, timer=game.WINDUP[game.WINDUP_THRUST] - 1, kind=game.LANCER)
+    lancer = game.step(lancer_b, np.array([game.A]), np.array([game.WINDUP_THRUST]))
+    assert swordsman.hp[0] == 10 and lancer.hp[0] < 10  # a lancer's thrust follows the sidestep
+    # the same explanation, two keys: the slots are not a sufficient statistic of the expert's key
+    sword_b = one_battle(phase=game.WINDUP_THRUST, timer=game.WINDUP[game.WINDUP_THRUST] - 1)
+    assert (cv.thought_values(sword_b) == cv.thought_values(lancer_b)).all()
+    assert game.expert_keys(sword_b)[0] == game.A and game.expert_keys(lancer_b)[0] == game.SPACE
+    rec = cv.record(40, k=3, seed=1)
+    by_thought: dict[tuple, set] = {}
+    for thought, key in zip(map(tuple, rec.thoughts), rec.actions, strict=True):
+        by_thought.setdefault(thought, set()).add(int(key))
+    assert any(len(keys) > 1 for keys in by_thought.values())
+
+
+def test_the_latency_aware_targets_are_the_experts_keys_after_idle_ticks():
+    rec = cv.record(10, k=3, seed=2)
+    assert rec.ahead.shape == (len(rec.actions), cv.MAX_LEAD)
+    assert set(np.unique(rec.ahead)) <= {game.IDLE, *range(len(game.KEYS))}
+    # a fight winding up a swordsman's thrust that lands in two ticks: one idle tick later the
+    # expert sidesteps (the thrust lands then); the key for now is to keep attacking
+    b = one_battle(phase=game.WINDUP_THRUST, timer=game.WINDUP[game.WINDUP_THRUST] - 2)
+    later = game.step(b, np.array([game.IDLE]), np.array([game.WINDUP_THRUST]))
+    assert game.expert_keys(b)[0] != game.A and game.expert_keys(later)[0] == game.A
+
+
 # --- the experiment and its claims ----------------------------------------------------------------
+
+
+#: The seeds the falsifiers rerun (Config.fast(); the tests' time budget allows three).
+FALSIFIER_SEEDS = (0, 1, 2)
 
 
 @pytest.fixture(scope="module")
 def fast_results():
-    return [cv.run(cv.Config.fast(), seed=s) for s in range(5)]
+    return [cv.run(cv.Config.fast(), seed=s) for s in (0, 1)]
+
+
+def test_splits_are_whole_fights_and_disjoint():
+    splits = cv.make_splits(cv.Config.fast(), seed=0)
+    parts = [set(np.unique(part.fight).tolist()) for part in (splits.train, splits.validation, splits.test)]
+    assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
+    config = cv.Config.fast()
+    assert [len(p) for p in parts] == [config.train_games, config.validation_games, config.test_games]
 
 
 def test_run_is_deterministic_apart_from_wall_time():
     tiny = cv.Config(
         train_games=20,
+        validation_games=10,
         test_games=10,
-        steps=4,
+        steps=8,
         video_steps=2,
+        eval_every=4,
         eval_games=10,
-        costs=(0.0, 0.5),
-        claim_cost=0.5,
+        validation_fights=10,
+        costs=(0.0, 0.125),
         calls=2,
         timing_windows=0,
     )
-    first, second = cv.run(tiny, seed=3), cv.run(tiny, seed=3)
+    cv.clear_trained()
+    first = cv.run(tiny, seed=3)
+    cv.clear_trained()  # train again from scratch
+    second = cv.run(tiny, seed=3)
     assert first.sweep == second.sweep and first.history == second.history
     assert first.story["text"] == second.story["text"]
 
 
-def test_run_is_complete(fast_results):
+def test_run_is_complete_and_the_choices_are_made_on_validation(fast_results):
     result = fast_results[0]
-    assert set(result.metrics) == {*cv.ARMS, "expert", "random", "tracker"}
+    assert set(result.metrics) == {*cv.ARMS, *cv.CHOSEN, "expert", "random", "tracker"}
     assert result.metrics["expert"]["paused"] == 1.0 and result.metrics["random"]["paused"] < 0.1
     assert result.metrics["truncated"]["tokens"] == 2.0  # [key] <TRUNC>
-    assert result.metrics["full"]["tokens"] == pytest.approx(len(cv.SLOTS) + 2, abs=0.1)
+    assert result.metrics["full"]["tokens"] == pytest.approx(cv.FULL_TOKENS, abs=0.1)
     for arm in cv.ARMS:
         assert len(result.sweep[arm]) == len(result.costs)
     assert np.isnan(result.metrics["none"]["benchmark"])
+    config = cv.Config.fast()
+    for arm in ("none", "full", "ahead", "direct", "curriculum"):
+        assert 0 < result.metrics[arm]["steps"] <= config.steps  # each stops at its own best validation point
+    for derived, (first, second) in cv.CHOSEN.items():
+        picked = second if result.metrics[derived][second] == 1.0 else first
+        assert result.metrics[derived]["realtime"] == result.metrics[picked]["realtime"]
+        other = first if picked == second else second
+        assert result.metrics[picked]["validation_realtime"] >= result.metrics[other]["validation_realtime"]
 
 
 def test_figures_build(fast_results):
     result = fast_results[0]
-    for fig in (cv.fig_story(result), cv.fig_success_vs_cost(result), cv.fig_cost_per_decision(result)):
+    figures = [cv.fig_story(result), cv.fig_success_vs_cost(result), cv.fig_cost_per_decision(result)]
+    figures.append(cv.fig_latency_boundary(fast_results, margin=cv.REALTIME_MARGIN))
+    for fig in figures:
         assert len(fig.data) >= 2 and fig.layout.title.text
+    assert len(cv.break_even_table(fast_results).rows) == 7
 
 
-def test_claims_over_five_seeds(fast_results):
-    outcomes = evaluate(cv.CLAIMS, lambda config, seed: fast_results[seed], seeds=range(5))
-    assert not unmet(outcomes), unmet(outcomes)
+@pytest.mark.parametrize("falsifier", cv.FALSIFIERS, ids=lambda f: f.name)
+def test_every_expected_effect_fails_under_its_falsifiers(falsifier, fast_results):
+    outcomes = falsify(falsifier, cv.CLAIMS, cv.run, FALSIFIER_SEEDS, cv.Config.fast(), "combatvla")
+    expected = [o for o in outcomes if o.claim.expected]  # a claim not expected to hold need not fail here
+    assert not survivors(expected), survivors(expected)
 
 
-def test_a_broken_method_fails_the_claims(fast_results):
-    # a "truncated" model that decodes its explanation anyway is as slow as full AoT in real time
+def test_every_expected_effect_has_both_falsifiers():
+    for claim in cv.CLAIMS:
+        if claim.kind == EFFECT and claim.expected:
+            kinds = {f.kind for f in cv.FALSIFIERS if claim.id in f.claims}
+            assert len(kinds) == 2, f"{claim.id} lacks a falsifier: has {kinds}"
+
+
+def test_a_broken_method_fails_the_by_construction_checks(fast_results):
+    # a "truncated" model that decodes its explanation anyway, a tracker that leaks, one call as costly as many
     broken = []
     for result in fast_results:
         metrics = {arm: dict(values) for arm, values in result.metrics.items()}
         metrics["truncated"] = dict(metrics["full"])
         metrics["tracker"]["leaks"] = 1.0
         broken.append(replace(result, metrics=metrics))
-    outcomes = {o.claim.id: o for o in check_results(cv.CLAIMS, broken, range(5), guard=False)}
-    assert not outcomes["truncation_cuts_tokens_and_time"].verdict.passed
-    assert not outcomes["realtime_truncated_wins"].verdict.passed
-    assert not outcomes["one_call_beats_multi_call"].verdict.passed
-    assert not outcomes["tracker_never_leaks"].verdict.passed
+    outcomes = {o.claim.id: o for o in check_results(cv.CLAIMS, broken, (0, 1), guard=False)}
+    for claim_id in ("truncation_cuts_tokens_and_time", "one_call_beats_multi_call", "tracker_never_leaks"):
+        assert not outcomes[claim_id].verdict.passed, claim_id
 
 
 def test_committed_results_round_trip_through_arrays(fast_results, monkeypatch):
@@ -381,3 +453,18 @@ def test_committed_results_round_trip_through_arrays(fast_results, monkeypatch):
                 np.testing.assert_equal(loaded.metrics[row][name], value)  # NaN equals NaN here
     with pytest.raises(ValueError, match="present"):
         cv.results_from_arrays({k: v for k, v in arrays.items() if k != "present"})
+
+
+def test_the_committed_results_hold_the_claims_and_a_rerun_slice_matches():
+    from toyscale.genmm.combatvla import results as stored
+
+    reference = cv.reference_results()
+    assert [r.seed for r in reference] == list(BOOK_SEEDS)
+    assert not unmet(check_results(cv.CLAIMS, reference, BOOK_SEEDS, "combatvla"))
+    assert reference[0].costs == list(stored.SWEEP_COSTS)
+    # a slice rerun: seed 0's no-thought arm over the whole sweep (it trains and plays alone); on the
+    # machine that made the file it matches exactly, elsewhere within the real-time claim's margin
+    config = replace(stored.sweep_config(), arms=("none",), timing_windows=0)
+    rerun = cv.run(config, seed=0)
+    tolerance = 0.0 if cv.same_machine() else cv.REALTIME_MARGIN
+    np.testing.assert_allclose(rerun.sweep["none"], reference[0].sweep["none"], atol=tolerance)

@@ -23,18 +23,23 @@ truncation alone halving latency (116.6 → 43.1 output tokens, 3.73 → 1.85 s)
 its combat-understanding benchmark CUBench, and task success above human players.
 
 **What the toy keeps.** A duel in numpy (`game`), drawn as 10 × 12 grey frames with HP,
-potion and cooldown bars, an enemy that approaches, winds up with a visible cue (thrust or
-sweep), strikes and recovers, and the paper's ten keys; a scripted expert that always wins
-where a random player always loses. An `ActionTracker` (`tracker`) logs frames and keys on
-jittered, out-of-order streams and pairs each key only with frames stamped strictly before it.
-AoT sequences (`aot`) of six explanation slots (enemy phase, when it strikes, distance, own
-HP, potions, ready cooldowns) and one key, in the three formats. A tiny VLA (`model`): an MLP
-over the last k frames feeding a 2-block causal transformer, trained at equal steps per format
-after a shared video-level stage (the frame-level stage before truncated AoT is a switch,
-`Config.stage2_share`, off by default: at this budget it costs the truncated arm), with
-truncated decoding. A toy CUBench (`evaluate`) from the
-game's ground truth, and closed-loop play (`evaluate.fight`) both paused and in real time,
-where every decoded token costs game time, swept.
+potion and cooldown bars, an enemy (a swordsman or a lancer: a sidestep beats only the
+swordsman's thrust) that approaches, winds up with a visible cue (thrust or sweep), strikes and
+recovers, and the paper's ten keys; a scripted expert that always wins where a random player
+always loses. An `ActionTracker` (`tracker`) logs frames and keys on jittered, out-of-order
+streams and pairs each key only with frames stamped strictly before it. AoT sequences (`aot`)
+of six explanation slots (enemy phase, when it strikes, distance, own HP, potions, ready
+cooldowns) and one key, in the three formats; no slot names the enemy's kind, so the
+explanation does not determine the key. A tiny VLA (`model`): an MLP over the last k frames
+feeding a 2-block causal transformer, with truncated decoding. Every arm trains at equal
+steps after a shared video-level stage and keeps its best validation weights (`experiment`):
+no thought, full AoT, full AoT trained to act for the tick its decision lands on
+(latency-aware), truncated AoT straight after the video stage, and the paper's curriculum
+(frame-level, then truncated); the truncated recipe and the stronger full AoT are chosen on
+validation fights. A toy CUBench (`evaluate`) from the game's ground truth, and closed-loop
+play (`evaluate.fight`) both paused and in real time, where every decoded token costs game
+time. The claims (`claims`) are calibrated on seeds apart from the book's; what the toy finds
+is in the chapter's claims table, read from the committed results (`results`).
 
 **What it drops.** 3D games, pixels at screen resolution, a pretrained 3B VLM, natural-language
 explanations (slots stand in for them), the contrastive part of the action-weighted loss,
@@ -47,6 +52,7 @@ from .aot import (
     BOS,
     EOS,
     FORMATS,
+    MAX_LEAD,
     MAX_LEN,
     PAD,
     SLOT_NAMES,
@@ -62,11 +68,24 @@ from .aot import (
     thought_tokens,
     thought_values,
 )
+from .claims import (
+    BENCH_MARGIN,
+    CLAIMS,
+    FALSIFIERS,
+    MULTI_TOKEN_RATIO,
+    PAUSED_BAND,
+    REALTIME_MARGIN,
+    TIME_RATIO,
+    TOKEN_RATIO,
+    non_inferior,
+)
 from .evaluate import (
     QUESTIONS,
     Fights,
     benchmark,
+    break_even,
     decision_time,
+    decision_times,
     fight,
     multi_call_agent,
     scripted_agent,
@@ -76,25 +95,42 @@ from .evaluate import (
 from .experiment import (
     ARM_LABELS,
     ARMS,
-    BENCH_MARGIN,
-    CLAIMS,
-    MULTI_TOKEN_RATIO,
-    PAUSED_GAP,
-    REALTIME_MARGIN,
-    TIME_RATIO,
-    TOKEN_RATIO,
+    CHOSEN,
+    FULL_TOKENS,
+    METHODS,
     Config,
+    Player,
     Result,
-    fig_cost_per_decision,
-    fig_story,
-    fig_success_vs_cost,
-    plans,
+    Splits,
+    clear_trained,
+    key_accuracy,
+    make_splits,
+    players,
     run,
     tell_story,
+    train_arms,
+    with_method,
 )
-from .game import KEY_MEANING, KEYS, PHASES, Battle, expert_keys, new_battles, play, render, step
-from .model import TinyVLA, decode, parse_action, parse_thoughts, sequence_loss, train_stages
-from .results import reference_results, results_from_arrays
+from .figures import (
+    break_even_table,
+    fig_cost_per_decision,
+    fig_latency_boundary,
+    fig_story,
+    fig_success_vs_cost,
+    latency_boundary,
+)
+from .game import KEY_MEANING, KEYS, KINDS, PHASES, Battle, expert_keys, new_battles, play, render, step
+from .model import (
+    Stopping,
+    TinyVLA,
+    decode,
+    parse_action,
+    parse_thoughts,
+    sequence_loss,
+    stage_data,
+    train_stages,
+)
+from .results import reference_environment, reference_results, results_from_arrays, same_machine
 from .tracker import ActionTracker, nearest_frame_pairs, session_clocks
 
 __all__ = [
@@ -103,15 +139,21 @@ __all__ = [
     "ARM_LABELS",
     "BENCH_MARGIN",
     "BOS",
+    "CHOSEN",
     "CLAIMS",
     "EOS",
+    "FALSIFIERS",
     "FORMATS",
+    "FULL_TOKENS",
     "KEYS",
     "KEY_MEANING",
+    "KINDS",
+    "MAX_LEAD",
     "MAX_LEN",
+    "METHODS",
     "MULTI_TOKEN_RATIO",
     "PAD",
-    "PAUSED_GAP",
+    "PAUSED_BAND",
     "PHASES",
     "QUESTIONS",
     "REALTIME_MARGIN",
@@ -127,39 +169,56 @@ __all__ = [
     "Battle",
     "Config",
     "Fights",
+    "Player",
     "Recording",
     "Result",
+    "Splits",
+    "Stopping",
     "TinyVLA",
     "benchmark",
+    "break_even",
+    "break_even_table",
+    "clear_trained",
     "decision_time",
+    "decision_times",
     "decode",
     "describe",
     "expert_keys",
     "fig_cost_per_decision",
+    "fig_latency_boundary",
     "fig_story",
     "fig_success_vs_cost",
     "fight",
+    "key_accuracy",
+    "latency_boundary",
+    "make_splits",
     "multi_call_agent",
     "nearest_frame_pairs",
     "new_battles",
+    "non_inferior",
     "parse_action",
     "parse_thoughts",
-    "plans",
     "play",
+    "players",
     "record",
+    "reference_environment",
     "reference_results",
     "render",
     "results_from_arrays",
     "run",
+    "same_machine",
     "scripted_agent",
     "sequence_loss",
     "sequences",
     "session_clocks",
+    "stage_data",
     "step",
     "tell_story",
     "thought_tokens",
     "thought_values",
     "threat",
+    "train_arms",
     "train_stages",
     "vla_agent",
+    "with_method",
 ]

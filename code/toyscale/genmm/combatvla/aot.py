@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -99,6 +99,10 @@ def describe(tokens: np.ndarray | list[int]) -> str:
     return " ".join(TOKENS[int(t)] for t in tokens if int(t) != PAD)
 
 
+#: The furthest tick ahead whose expert key a recording keeps for each event (the latency-aware target).
+MAX_LEAD = 3
+
+
 @dataclass
 class Recording:
     """Expert play recorded through the tracker.
@@ -106,8 +110,13 @@ class Recording:
     frames: (F, HEIGHT·WIDTH) every captured frame; windows: (m, k) frame rows per key event,
     oldest first; actions: (m,) the key; thoughts: (m, 6) the explanation of the state in the
     newest input frame; video: (m, k − 1) the keys pressed between the window's frames
-    (video_ok marks windows with k distinct frames); leaks: pairs with a frame at or after the
-    key (must be 0); naive_leaks: what nearest-in-time pairing would have leaked.
+    (video_ok marks windows with k distinct frames); ahead: (m, MAX_LEAD) the key the expert would
+    press j = 1, 2, … ticks after the event had nothing been pressed in between (the fight stepped on
+    with no key and the recorded enemy draws; IDLE when it ends first): what a model whose decision
+    takes j ticks should press; fight: (m,) the fight
+    each event belongs to (the unit of the train / validation / test split); fight_leaks,
+    fight_naive, fight_pairs: per fight, the pairs with a frame at or after the key (must be 0),
+    what nearest-in-time pairing would have leaked, and the pairs made.
     """
 
     frames: np.ndarray
@@ -116,29 +125,63 @@ class Recording:
     thoughts: np.ndarray
     video: np.ndarray
     video_ok: np.ndarray
-    leaks: int
-    naive_leaks: int
-    pairs: int
+    ahead: np.ndarray
+    fight: np.ndarray
+    fight_leaks: np.ndarray
+    fight_naive: np.ndarray
+    fight_pairs: np.ndarray
+
+    def _fights(self) -> np.ndarray:
+        return np.unique(self.fight)
+
+    @property
+    def leaks(self) -> int:
+        """Pairs of this recording's fights with a frame at or after their key."""
+        return int(self.fight_leaks[self._fights()].sum())
+
+    @property
+    def naive_leaks(self) -> int:
+        """Pairs that nearest-in-time pairing would have given a frame at or after the key."""
+        return int(self.fight_naive[self._fights()].sum())
+
+    @property
+    def pairs(self) -> int:
+        return int(self.fight_pairs[self._fights()].sum())
+
+    def take(self, rows: np.ndarray) -> Recording:
+        """The key events `rows` (whole fights, as `core.split_units` gives them); the frame store is shared."""
+        rows = np.asarray(rows)
+        per_event = ("windows", "actions", "thoughts", "video", "video_ok", "ahead", "fight")
+        return replace(self, **{name: getattr(self, name)[rows] for name in per_event})
 
 
 def record(n_games: int, k: int, seed: int) -> Recording:
     """Play `n_games` expert fights and align their frames and keys with the ActionTracker."""
     b = game.new_battles(n_games, seed)
     rng = np.random.default_rng(seed + 1)
-    frames, states, keys = [], [], []
+    frames, states, keys, battles, attacks = [], [], [], [], []
     while not b.done.all():
         live = ~b.done
         frames.append(game.render(b).reshape(n_games, -1))
         states.append(thought_values(b))
         key = game.expert_keys(b)
         keys.append(np.where(live, key, game.IDLE))
-        b = game.step(b, key, game.draw_attacks(rng, n_games))
+        battles.append(b)
+        attacks.append(game.draw_attacks(rng, n_games))
+        b = game.step(b, key, attacks[-1])
     ticks = len(frames)
+    attacks += [np.full(n_games, game.WINDUP_THRUST)] * MAX_LEAD
+    # the counterfactual keys: from each tick's state, step on with no key pressed for j ticks
+    later = np.full((n_games, ticks, MAX_LEAD), game.IDLE)
+    for t, state in enumerate(battles):
+        for j in range(MAX_LEAD):
+            state = game.step(state, np.full(n_games, game.IDLE), attacks[t + j])
+            later[:, t, j] = np.where(state.done, game.IDLE, game.expert_keys(state))
     frames_arr = np.stack(frames, axis=1).reshape(n_games * ticks, -1).astype(np.float32)
     states_arr = np.stack(states, axis=1).reshape(n_games * ticks, -1)
     keys_arr = np.stack(keys, axis=1)
-    windows, actions, video, video_ok = [], [], [], []
-    leaks = naive = total = 0
+    windows, actions, video, video_ok, ahead, fight = [], [], [], [], [], []
+    leaks, naive, total = (np.zeros(n_games, dtype=np.int64) for _ in range(3))
     clock_rng = np.random.default_rng(seed + 2)
     for g in range(n_games):
         played = int((keys_arr[g] != game.IDLE).sum())
@@ -150,15 +193,17 @@ def record(n_games: int, k: int, seed: int) -> Recording:
         for i in clock_rng.permutation(played):
             tracker.log_key(key_t[i], keys_arr[g, i])
         ids, pressed, _ = tracker.pairs(k)
-        leaks += tracker.leaks(k)
-        total += len(pressed)
-        naive += int((frame_t[nearest_frame_pairs(frame_t, key_t)] >= key_t).sum())
+        leaks[g] = tracker.leaks(k)
+        total[g] = len(pressed)
+        naive[g] = int((frame_t[nearest_frame_pairs(frame_t, key_t)] >= key_t).sum())
         tick_of = ids[:, -1] - g * ticks
         windows.append(ids)
         actions.append(pressed)
         before = tick_of[:, None] - np.arange(k - 1, 0, -1)[None, :]
         video_ok.append(before.min(axis=1) >= 0)
         video.append(keys_arr[g, np.clip(before, 0, None)])
+        ahead.append(later[g, tick_of])
+        fight.append(np.full(len(pressed), g))
     windows_arr = np.concatenate(windows)
     return Recording(
         frames=frames_arr,
@@ -167,9 +212,11 @@ def record(n_games: int, k: int, seed: int) -> Recording:
         thoughts=states_arr[windows_arr[:, -1]],
         video=np.concatenate(video),
         video_ok=np.concatenate(video_ok),
-        leaks=leaks,
-        naive_leaks=naive,
-        pairs=total,
+        ahead=np.concatenate(ahead),
+        fight=np.concatenate(fight),
+        fight_leaks=leaks,
+        fight_naive=naive,
+        fight_pairs=total,
     )
 
 
@@ -185,4 +232,6 @@ def reference_arrays() -> dict[str, np.ndarray]:
         "actions": rec.actions.astype(np.int64),
         "thoughts": rec.thoughts.astype(np.int64),
         "video": rec.video.astype(np.int64),
+        "ahead": rec.ahead.astype(np.int64),
+        "fight": rec.fight.astype(np.int64),
     }

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,39 +17,53 @@ from .model import TinyVLA, decode, parse_action, parse_thoughts
 Agent = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def vla_agent(model: TinyVLA, fmt: str) -> Agent:
+def vla_agent(model: TinyVLA, fmt: str, truncate: bool | None = None) -> Agent:
     """One call per decision: decode in the model's format and execute its key.
 
     'truncated' stops at <TRUNC> (the action is out before the explanation); 'full' and 'none'
-    decode to <eos>.
+    decode to <eos>. `truncate=False` makes a truncated model decode its explanation too before
+    the call returns (the key is the same, the latency is full AoT's).
     """
     if fmt not in ("none", "full", "truncated"):
         raise ValueError(f"fmt must be 'none', 'full' or 'truncated', got {fmt!r}")
+    stop = fmt == "truncated" if truncate is None else bool(truncate)
     on = next(model.parameters()).device
 
     def act(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        tokens, count = decode(model, torch.as_tensor(frames, device=on), truncate=fmt == "truncated")
+        tokens, count = decode(model, torch.as_tensor(frames, device=on), truncate=stop)
         return parse_action(tokens), count
 
     return act
 
 
-def multi_call_agent(model: TinyVLA, calls: int, seed: int, temperature: float = 1.0) -> Agent:
+def multi_call_agent(
+    model: TinyVLA, calls: int, seed: int, temperature: float = 1.0, sequential: bool = False
+) -> Agent:
     """Several full generations per decision, then a majority vote over their keys.
 
     The shape of agent frameworks that call a model once per module (perception, reflection,
     planning ...): every call decodes a full explanation, so the tokens per decision add up.
+    The calls are independent samples; the fights run them as one batch to save simulation
+    time, and `sequential=True` runs them one after another, as a framework does, for timing.
     """
     if calls < 1:
         raise ValueError(f"calls must be >= 1, got {calls}")
     on = next(model.parameters()).device
     generator = torch.Generator().manual_seed(seed)
 
+    def generate(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        if not sequential:
+            return decode(model, x, truncate=False, temperature=temperature, generator=generator)
+        parts = [
+            decode(model, part, truncate=False, temperature=temperature, generator=generator) for part in x.chunk(calls)
+        ]
+        return np.concatenate([t for t, _ in parts]), np.concatenate([c for _, c in parts])
+
     def act(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = len(frames)
-        # the calls are independent samples: run them as one batch (call c of row i at c·n + i)
+        # call c of row i at c·n + i
         x = torch.as_tensor(frames, device=on).repeat(calls, 1, 1)
-        tokens, count = decode(model, x, truncate=False, temperature=temperature, generator=generator)
+        tokens, count = generate(x)
         keys = parse_action(tokens).reshape(calls, n)
         votes = np.zeros((n, len(game.KEYS)), dtype=np.int64)
         for c in range(calls):
@@ -177,10 +192,41 @@ def benchmark(model: TinyVLA, fmt: str, data: aot.Recording) -> dict[str, float]
 
 def decision_time(agent: Agent, windows: np.ndarray, repeats: int = 3) -> float:
     """Median wall-clock seconds of one decision at batch size 1 (the latency a single game feels)."""
-    times = []
+    return decision_times({"agent": agent}, windows, repeats)["agent"]
+
+
+def decision_times(agents: dict[str, Agent], windows: np.ndarray, repeats: int = 3) -> dict[str, float]:
+    """Wall-clock seconds of one decision at batch size 1 per agent, measured side by side.
+
+    Every window is decided by every agent in turn, `repeats` times (so a burst of load hits them
+    alike); an agent's time is the median over windows of its fastest repeat. Machine-dependent:
+    only ratios measured in one run mean anything (CLAIMS.md §9).
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    fastest = {name: np.full(len(windows), math.inf) for name in agents}
     for _ in range(repeats):
-        for w in windows:
-            start = time.perf_counter()
-            agent(w[None])
-            times.append(time.perf_counter() - start)
-    return float(np.median(times))
+        for i, w in enumerate(windows):
+            for name, agent in agents.items():
+                start = time.perf_counter()
+                agent(w[None])
+                fastest[name][i] = min(fastest[name][i], time.perf_counter() - start)
+    return {name: float(np.median(times)) for name, times in fastest.items()}
+
+
+def break_even(costs: Sequence[float], wins: Sequence[float]) -> float:
+    """The cost per token at which the win rate first falls to half its paused value (linear between points).
+
+    costs: increasing, starting at 0 (paused); wins: the win rate at each. NaN when the arm never
+    falls that far within the sweep (or never wins paused).
+    """
+    costs, wins = np.asarray(costs, dtype=float), np.asarray(wins, dtype=float)
+    if costs.shape != wins.shape or costs[0] != 0.0:
+        raise ValueError(f"need one win rate per cost and costs starting at 0, got {costs} and {wins}")
+    half = wins[0] / 2
+    if half <= 0:
+        return math.nan
+    for i in range(1, len(costs)):
+        if wins[i] <= half:
+            return float(costs[i - 1] + (costs[i] - costs[i - 1]) * (wins[i - 1] - half) / (wins[i - 1] - wins[i]))
+    return math.nan

@@ -11,9 +11,9 @@ import numpy as np
 KEYS = ("w", "a", "s", "d", "shift", "space", "r", "1", "light", "heavy")
 KEY_MEANING = {
     "w": "step toward the enemy",
-    "a": "sidestep (this tick): a thrust misses",
+    "a": "sidestep (this tick): a swordsman's thrust misses (a lancer's follows)",
     "s": "step away from the enemy",
-    "d": "sidestep (this tick): a thrust misses",
+    "d": "sidestep (this tick): a swordsman's thrust misses (a lancer's follows)",
     "shift": "block (this tick): a strike does half its damage",
     "space": "dodge roll (this tick): every strike misses; cooldown",
     "r": "drink a potion: +4 HP",
@@ -27,6 +27,10 @@ W, A, S, D, SHIFT, SPACE, R, IMMOBILIZE, LIGHT, HEAVY = range(10)
 # Enemy phases, as the frames show them.
 PHASES = ("approach", "windup_thrust", "windup_sweep", "recover", "stunned")
 APPROACH, WINDUP_THRUST, WINDUP_SWEEP, RECOVER, STUNNED = range(5)
+# Enemy kinds, drawn per fight and shown in every frame (the helmet's brightness), but named by
+# no explanation slot: a swordsman's thrust misses a sidestep, a lancer's thrust follows it.
+KINDS = ("swordsman", "lancer")
+SWORDSMAN, LANCER = range(2)
 
 ARENA = 12  # cells on the line
 MAX_HP, ENEMY_HP, POTIONS = 10, 30, 2
@@ -54,6 +58,7 @@ class Battle:
     enemy: np.ndarray  # the enemy's cell (always right of the player)
     hp: np.ndarray  # the player's HP, 0..MAX_HP
     enemy_hp: np.ndarray
+    kind: np.ndarray  # KINDS index: the enemy's kind, fixed for the fight
     potions: np.ndarray
     dodge_cd: np.ndarray  # ticks until the key is ready again (0 = ready)
     heavy_cd: np.ndarray
@@ -95,7 +100,7 @@ class Battle:
 
 
 def new_battles(n: int, seed: int) -> Battle:
-    """`n` fights from varied starts: distance, HP, potions, cooldowns and enemy HP are drawn."""
+    """`n` fights from varied starts: distance, HP, potions, cooldowns, enemy HP and kind are drawn."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     rng = np.random.default_rng(seed)
@@ -109,6 +114,7 @@ def new_battles(n: int, seed: int) -> Battle:
         dodge_cd=rng.integers(0, 3, n),
         heavy_cd=rng.integers(0, 3, n),
         immobilize_cd=rng.integers(0, COOLDOWN["immobilize"], n),
+        kind=rng.integers(0, len(KINDS), n),
         phase=np.full(n, APPROACH),
         timer=np.zeros(n, dtype=np.int64),
         tick=np.zeros(n, dtype=np.int64),
@@ -160,7 +166,8 @@ def step(b: Battle, keys: np.ndarray, attacks: np.ndarray) -> Battle:
     windup = np.where(b.phase == WINDUP_SWEEP, WINDUP[WINDUP_SWEEP], WINDUP[WINDUP_THRUST])
     strike = winding & (b.timer >= windup)
     reach = np.where(b.phase == WINDUP_SWEEP, REACH[WINDUP_SWEEP], REACH[WINDUP_THRUST])
-    missed = dodge | (sidestep & (b.phase == WINDUP_THRUST))
+    # a dodge beats every strike; a sidestep beats a swordsman's thrust only
+    missed = dodge | (sidestep & (b.phase == WINDUP_THRUST) & (b.kind == SWORDSMAN))
     hit = strike & (b.distance <= reach) & ~missed
     base = np.where(b.phase == WINDUP_SWEEP, DAMAGE[WINDUP_SWEEP], DAMAGE[WINDUP_THRUST])
     # a block halves the strike (rounded down)
@@ -195,10 +202,10 @@ def render(b: Battle) -> np.ndarray:
 
     Rows 0–5 are the HUD: the player's HP bar, the enemy's HP bar, potion pips, and the dodge,
     heavy and immobilize cooldown bars (lit while cooling down). Rows 6–9 are the arena: the
-    player (grey), the enemy (white; dim while it recovers, striped when immobilized), and the
-    windup cue in row 6: a bar that grows by one pixel a tick from the enemy toward the
-    player, bright for a sweep and half-bright for a thrust. A strike that landed flashes
-    the player's cells.
+    player (grey), the enemy (white; dim while it recovers, striped when immobilized; a lancer's
+    helmet, row 7, at half the body's brightness), and the windup cue in row 6: a bar that grows by
+    one pixel a tick from the enemy toward the player, bright for a sweep and half-bright for a
+    thrust. A strike that landed flashes the player's cells.
     """
     n = b.n
     frame = np.zeros((n, HEIGHT, WIDTH))
@@ -213,7 +220,8 @@ def render(b: Battle) -> np.ndarray:
     rows = np.arange(n)
     body = np.select([b.phase == RECOVER, b.phase == STUNNED], [0.35, 0.7], default=1.0)
     for r in (7, 8, 9):
-        frame[rows, r, np.clip(b.enemy, 0, WIDTH - 1)] = body
+        helmet = np.where((r == 7) & (b.kind == LANCER), 0.5, 1.0)
+        frame[rows, r, np.clip(b.enemy, 0, WIDTH - 1)] = body * helmet
         frame[rows, r, b.player] = np.where(b.flash == 1, 1.0, 0.5)
     frame[rows[b.phase == STUNNED], 8, np.clip(b.enemy, 0, WIDTH - 1)[b.phase == STUNNED]] = 0.0
     winding = b.winding
@@ -227,9 +235,11 @@ def render(b: Battle) -> np.ndarray:
 def expert_keys(b: Battle) -> np.ndarray:
     """The scripted expert: the reference player of the chapter (the paper compares with humans).
 
-    In order of priority: avoid a strike that lands this tick and would hit (sidestep a thrust;
-    dodge a sweep, or block it when the dodge cools down); immobilize a sweep being wound up;
-    drink at 4 HP or less; close in; at distance 1 strike, heavy when ready.
+    In order of priority: avoid a strike that lands this tick and would hit (sidestep a
+    swordsman's thrust; dodge a lancer's thrust or any sweep, or block it when the dodge cools
+    down); immobilize a sweep being wound up; drink at 4 HP or less; close in; at distance 1
+    strike, heavy when ready. The enemy's kind is in the frames but in no explanation slot, so
+    the key is not a function of the explanation alone.
     """
     dist = b.distance
     reach = np.where(b.phase == WINDUP_SWEEP, REACH[WINDUP_SWEEP], REACH[WINDUP_THRUST])
@@ -239,7 +249,8 @@ def expert_keys(b: Battle) -> np.ndarray:
     keys = np.where((b.hp <= 4) & (b.potions > 0), R, keys)
     sweep_starts = (b.phase == WINDUP_SWEEP) & (b.strike_in > 0) & (b.immobilize_cd == 0)
     keys = np.where(sweep_starts & (dist <= IMMOBILIZE_RANGE), IMMOBILIZE, keys)
-    avoid = np.where(b.phase == WINDUP_THRUST, A, np.where(b.dodge_cd == 0, SPACE, SHIFT))
+    sidestep = (b.phase == WINDUP_THRUST) & (b.kind == SWORDSMAN)
+    avoid = np.where(sidestep, A, np.where(b.dodge_cd == 0, SPACE, SHIFT))
     return np.where(threat, avoid, keys)
 
 

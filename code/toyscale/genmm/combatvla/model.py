@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -51,18 +53,74 @@ class TinyVLA(nn.Module):
         return self.head(self.norm(h[:, self.prefix :]))
 
 
-def sequence_loss(logits: Tensor, tokens: Tensor, action_weight: float = 1.0) -> Tensor:
+def sequence_loss(logits: Tensor, tokens: Tensor, action_weight: float = 1.0, thought_weight: float = 1.0) -> Tensor:
     """Next-token cross-entropy over non-pad targets, key tokens weighted by `action_weight`.
 
     L = Σ_j w_j · CE(logits_j, y_{j+1}) / Σ_j w_j, w_j = action_weight when y_{j+1} is a key,
-    1 otherwise, 0 for padding: the simple part of the paper's action-weighted loss.
+    thought_weight when it is an explanation slot, 1 otherwise, 0 for padding: the simple part
+    of the paper's action-weighted loss (thought_weight = 0 leaves the explanation unlearned).
     """
     target = tokens[:, 1:]
     logits = logits[:, :-1]
     ce = F.cross_entropy(logits.reshape(-1, aot.VOCAB), target.reshape(-1), reduction="none").view_as(target)
     is_key = (target >= aot.ACTION0) & (target < aot.ACTION0 + len(game.KEYS))
-    weight = torch.where(is_key, action_weight, 1.0) * (target != aot.PAD)
-    return (ce * weight).sum() / weight.sum()
+    is_thought = target >= aot.ACTION0 + len(game.KEYS)
+    weight = torch.where(is_key, action_weight, torch.where(is_thought, thought_weight, 1.0)) * (target != aot.PAD)
+    return (ce * weight).sum() / weight.sum().clamp_min(1e-9)
+
+
+#: The training formats: the AoT formats, and 'ahead', full AoT whose key is the one for `lead` ticks later.
+STAGE_FORMATS = ("video", "none", "full", "truncated", "ahead")
+
+
+def stage_data(data: aot.Recording, fmt: str, lead: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of `data` a stage trains on, their token sequences (rows, MAX_LEN)) for a training format.
+
+    'video' uses the windows with k distinct frames; 'ahead' pairs the frames before tick t and the
+    explanation of tick t with the key the expert pressed at t + lead (rows where the fight lasts).
+    """
+    if fmt not in STAGE_FORMATS:
+        raise ValueError(f"fmt must be one of {STAGE_FORMATS}, got {fmt!r}")
+    if fmt == "video":
+        rows = np.flatnonzero(data.video_ok)
+        return rows, aot.sequences("video", data.video[rows])
+    if fmt == "ahead":
+        if not 1 <= lead <= aot.MAX_LEAD:
+            raise ValueError(f"lead must lie in [1, {aot.MAX_LEAD}] ticks, got {lead!r}")
+        rows = np.flatnonzero(data.ahead[:, lead - 1] >= 0)
+        return rows, aot.sequences("full", data.ahead[rows, lead - 1], data.thoughts[rows])
+    rows = np.arange(len(data.actions))
+    return rows, aot.sequences(fmt, data.actions, data.thoughts)
+
+
+@dataclass
+class Stopping:
+    """Early stopping on a validation score (higher is better), checked every `every` steps.
+
+    `check` records the score after a step and keeps the best weights; `restore` loads them back,
+    so an arm ends at its own best validation point within the shared budget (CLAIMS.md §2).
+    """
+
+    score: Callable[[TinyVLA], float]
+    every: int
+    scores: list[tuple[int, float]] = field(default_factory=list)  # (global step, validation score)
+    best_step: int = 0
+    best_score: float = -math.inf
+    best_state: dict[str, Tensor] | None = None
+
+    def check(self, model: TinyVLA, step: int) -> None:
+        model.eval()
+        value = float(self.score(model))
+        model.train()
+        self.scores.append((step, value))
+        if value > self.best_score:
+            self.best_step, self.best_score = step, value
+            self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    def restore(self, model: TinyVLA) -> None:
+        if self.best_state is not None:
+            model.load_state_dict(self.best_state)
+        model.eval()
 
 
 def train_stages(
@@ -74,11 +132,19 @@ def train_stages(
     lr: float,
     action_weight: float,
     seed: int,
+    thought_weight: float = 1.0,
+    lead: int = 1,
+    stopping: Stopping | None = None,
+    step0: int = 0,
+    snapshots: dict[int, dict[str, Tensor]] | None = None,
 ) -> list[float]:
     """Train through (format, steps) stages in order (progressive training); return the losses.
 
     Every stage draws batches of key events from the recording, builds the frames window and the
-    format's token sequence, and takes Adam steps on `sequence_loss`.
+    format's token sequence (`stage_data`), and takes Adam steps on `sequence_loss`. With
+    `stopping`, the model is scored on validation after every `stopping.every`-th step (counted
+    from `step0`, the steps the model had before this call) and after the last step. The weights
+    after each step named in `snapshots` are stored in it (where a later stage branches off).
     """
     on = next(model.parameters()).device
     rng = np.random.default_rng(seed)
@@ -86,19 +152,25 @@ def train_stages(
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     model.train()
+    step = step0
+    total = step0 + sum(n for _, n in stages)
     for fmt, steps in stages:
-        pool = np.flatnonzero(data.video_ok) if fmt == "video" else np.arange(len(data.actions))
-        seqs = aot.sequences("video", data.video) if fmt == "video" else aot.sequences(fmt, data.actions, data.thoughts)
+        pool, seqs = stage_data(data, fmt, lead)
         seqs_t = torch.as_tensor(seqs, device=on)
         for _ in range(steps):
-            rows = rng.choice(pool, batch_size)
-            x = frames[torch.as_tensor(data.windows[rows], device=on)]
-            y = seqs_t[torch.as_tensor(rows, device=on)]
-            loss = sequence_loss(model(x, y), y, action_weight)
+            pick = rng.integers(0, len(pool), batch_size)
+            x = frames[torch.as_tensor(data.windows[pool[pick]], device=on)]
+            y = seqs_t[torch.as_tensor(pick, device=on)]
+            loss = sequence_loss(model(x, y), y, action_weight, thought_weight)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
+            step += 1
+            if snapshots is not None and step in snapshots:
+                snapshots[step] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            if stopping is not None and (step % stopping.every == 0 or step == total):
+                stopping.check(model, step)
     model.eval()
     return losses
 
