@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from toyscale.core import BASELINE_IN_PLACE, MECHANISM_OFF, Claim, Falsifier, Verdict, all_of, at_most, paired, within
+from toyscale.core import BASELINE_IN_PLACE, MECHANISM_OFF, Claim, Falsifier, Verdict, all_of, at_most, paired
 
 from .experiment import ARM_LABELS, BASELINE_POLICIES, LAW_FREE_LABELS, POLICY_LABELS, SPLIT_NAMES, Result
 
@@ -26,7 +26,6 @@ RMSE_MARGIN = 0.0
 INTERACTION_MARGIN = 0.0
 DECISION_MARGIN = 0.0
 CONTROL_BAND = 0.01
-COST_LIMIT = 0.5  # the fitting runs' compute against a full-size grid search (∝ N·D): the paper's case is a fraction
 
 
 def _values(results: Sequence[Result], table: str, metric: str) -> list[float]:
@@ -78,12 +77,6 @@ def _check_decision(results: Sequence[Result]) -> Verdict:
             )
             for policy in BASELINE_POLICIES
         )
-    )
-
-
-def _check_cost(results: Sequence[Result]) -> Verdict:
-    return within(
-        _values(results, "decision", "law_compute"), 0.0, COST_LIMIT, name="compute of the law's runs / full grid"
     )
 
 
@@ -140,13 +133,6 @@ CLAIMS = [
             "the limit + general loss over the limit, T of the r = 0 run), the law vs each law-free policy"
         ),
         check=_check_decision,
-    ),
-    Claim(
-        id="fit_cost",
-        kind="modelled",
-        statement="The law's fitting runs cost a fraction of a grid search at the target size.",
-        metric="compute (∝ N·D) of the runs the decision's laws are fitted on, against every ratio at the largest size",
-        check=_check_cost,
     ),
     Claim(
         id="no_extrapolation_no_gain",
