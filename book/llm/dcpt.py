@@ -154,7 +154,7 @@ Table(
 # held out, every model's initialisation, every batch. So the claims below are paired over
 # independent grids, and a win on four of five seeds is four wins of five. A grid takes a
 # couple of minutes of CPU, far too long for a notebook, so the grids of the book's seeds (0 to
-# 4) and of twelve calibration seeds (1000 to 1011, where every margin below was set) are
+# 4) and of eight calibration seeds (1000 to 1007, where every margin below was set) are
 # committed (`data/llm/dcpt_grid.npz`, checksum-verified on load, remade by
 # `python -m toyscale data --rebuild dcpt_grid`); a grid of any other seed is trained the first
 # time it is asked for and kept under `data/cache/`. The chapter's tests rerun slices of it and
@@ -433,14 +433,15 @@ reference.boundary.table()
 #
 # Each claim is checked on the five book grids, paired by grid: the law against the strongest
 # alternative, on the same held-out points. A check passes only when the mean paired
-# difference clears an explicit margin *and* the law wins on at least four of the five grids.
-# Which alternative is the strongest on each split, the tolerance $T$, and every margin were
-# fixed on the twelve calibration grids (seeds 1000 to 1011) that the book never shows, so that
-# at least 95 % of their five-grid windows pass with the law and fail when the law is fitted
-# blind to the ratio or the strongest alternative is run under its name (`dcpt.FALSIFIERS`).
-# The same record decided which claims the toy can be expected to show: a claim that does not
-# pass 95 % of calibration windows is listed as *not reproduced*, with the reason, whatever
-# these five grids say. Here is that record:
+# difference clears an explicit margin *and* the law wins on enough of the five grids (four,
+# or three for the interaction term's extrapolation claim). Which alternative is the strongest
+# on each split, the tolerance $T$, and every margin and win rule were fixed on eight
+# calibration grids (seeds 1000 to 1007) that the book never shows, so that at least 95 % of
+# their five-grid windows pass with the law and fail when the law is fitted blind to the ratio
+# or the law without its interaction term is run under its name (`dcpt.FALSIFIERS`). The same
+# record decided which claims the toy can be expected to show: a claim that does not pass
+# 95 % of calibration windows is listed as *not reproduced*, with the mechanism, whatever these
+# five grids say. Here is that record:
 
 # %%
 record = load_record(dcpt)
@@ -476,9 +477,34 @@ claims_table(outcomes)
 # %% [markdown]
 # The scorecard line for this chapter: {glue:text}`tally`.
 #
-# (The account of what holds is written after calibration.)
+# **What holds.** The r–D interaction term earns its place where the law extrapolates: on the
+# held-out largest model and on the later tokens, the law with $B r^\eta / D^\beta$ predicts
+# better than the same law with $B / D^\beta$ (status: {glue:text}`interaction_extrapolates_status`).
+# And one checkpoint beyond the fitted range, where there is nothing to extrapolate, the law
+# gains nothing over carrying the last checkpoint forward, as the control requires (status:
+# {glue:text}`no_extrapolation_no_gain_status`).
+#
+# **What does not.** The paper's held-out claims, restated as "better than the strongest
+# alternative", do not hold in this toy. At unseen ratios, interpolating the measured
+# neighbours ({glue:text}`strongest_ratio`) beats the law (status:
+# {glue:text}`held_out_ratio_status`); on the larger model and on later tokens the per-ratio
+# Chinchilla laws do (statuses {glue:text}`held_out_model_status` and
+# {glue:text}`held_out_late_status`). Compare the law's errors in the five-grid table above with
+# the checkpoint noise, {glue:text}`mean_noise:.4f` bits/char on average: every predictor is
+# within a few times the noise, and the law is not the best of them. At unseen ratios the
+# interaction term does not help either (status: {glue:text}`interaction_term_status`): inside
+# the fitted range of $N$ and $D$ the slope is interpolated with or without it.
+#
+# **The decision.** The law's choice beats the trivial policies by far (always pure domain text
+# breaks the limit, always general text forgoes the domain), but it does not beat a grid
+# search on the second-largest model ({glue:text}`strongest_policy`), nor the largest ratio
+# that kept the limit in the cheap runs (status: {glue:text}`chosen_ratio_status`). The choice
+# turns on the general loss, which at high domain ratios *rises* with $D$ as the model forgets
+# (the general-loss figure above); every term of the law falls with $D$, so it predicts too
+# little forgetting and its ratio tends to overshoot the limit. The
+# small-model grid search measures the forgetting instead of predicting it, at a little more
+# compute. Each claim's reason in the table names its mechanism.
 
-# %% [markdown]
 # ## At full scale
 #
 # The law's value is the cost it saves. A rough count for a 7B-parameter model and 10B tokens

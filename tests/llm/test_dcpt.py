@@ -2,7 +2,7 @@
 predictors and the decision on hand-made grids, the committed grids (and slices of them rerun), bad
 input, the claims over the book's five independent grids, and the falsifiers under which they fail.
 
-The claims' margins were set on the calibration grids 1000–1011 (`dcpt/calibration/*.json`), apart
+The claims' margins were set on the calibration grids 1000–1007 (`dcpt/calibration/*.json`), apart
 from the book's seeds 0–4 checked here.
 """
 

@@ -69,7 +69,7 @@ POLICY_LABELS = {
 }
 BASELINE_POLICIES = POLICIES[1:]
 #: What the D-CPT arm fits: the law, or a falsifier's change (claims.FALSIFIERS).
-METHODS = ("dcpt", "r_blind", "no_interaction", "strongest")
+METHODS = ("dcpt", "r_blind", "no_interaction")
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class Config:
     decision_ratios: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # ratios the cheap runs for the decision train
     general_fits: bool = True  # also fit the D-CPT Law to the general loss of each split (figures, no claim)
     control: bool = True  # also score the negative control: one checkpoint beyond the fitted range
-    method: str = "dcpt"  # what the D-CPT arm fits; a falsifier puts the law blind to r, or a baseline, in its place
+    method: str = "dcpt"  # what the D-CPT arm fits; a falsifier puts the law blind to r, or without its interaction
     arms: tuple[str, ...] = ARMS  # the predictors to fit (a falsifier fits only those its claims read)
 
     def __post_init__(self) -> None:
@@ -283,18 +283,16 @@ def checkpoint_noise(grid: Grid, loss: str = "domain") -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def predictions(split: str, grid: Grid, held_out: np.ndarray, config: Config, seed: int, strongest: str) -> dict:
+def predictions(split: str, grid: Grid, held_out: np.ndarray, config: Config, seed: int) -> dict:
     """Every arm's prediction of the held-out domain loss of one split, fitted on (or reading) the rest.
 
-    The 'dcpt' arm fits `config.method`'s form; with method 'strongest' it is the split's strongest
-    baseline (`strongest`, chosen on calibration seeds), run again under the law's name.
+    The 'dcpt' arm fits `config.method`'s form (the law, or a falsifier's change).
     """
     fit_points, test = _points(grid, ~held_out, "domain"), _points(grid, held_out, "domain")
     out: dict = {}
     laws: dict[str, Law | PerRatioLaw] = {}
-    in_place = config.method == "strongest"
     for arm in ARMS:
-        if (arm not in config.arms and not (in_place and arm == strongest)) or (in_place and arm == "dcpt"):
+        if arm not in config.arms:
             continue
         if arm == "law_free":
             out[arm] = law_free(split, grid, held_out)
@@ -303,10 +301,6 @@ def predictions(split: str, grid: Grid, held_out: np.ndarray, config: Config, se
         law = fit_arm(form, fit_points, config, seed)
         laws[arm] = law
         out[arm] = law.predict(test["N"], test["D"], test["r"])
-    if in_place:
-        out["dcpt"] = out[strongest]
-        if strongest in laws:
-            laws["dcpt"] = laws[strongest]
     return {"points": test, "predicted": out, "laws": laws}
 
 
@@ -380,7 +374,7 @@ def _best_feasible(grid: Grid, N: float, tolerance: float, allowed: np.ndarray |
     return int(np.argmin(np.where(feasible, _final(grid, N, "domain"), np.inf)))
 
 
-def decision(grid: Grid, config: Config, seed: int, strongest: str = "small_grid") -> tuple[dict, dict, dict]:
+def decision(grid: Grid, config: Config, seed: int) -> tuple[dict, dict, dict]:
     """Choose the domain ratio for the largest model at the last D, by the law and by law-free policies; score each.
 
     The law's cheap runs: every size but the largest, at `decision_ratios`, every checkpoint. It
@@ -388,7 +382,6 @@ def decision(grid: Grid, config: Config, seed: int, strongest: str = "small_grid
     the last being its own prediction of the r = 0 run. Each policy is scored on the largest
     model's measured losses: regret = L_domain(r) − L_domain(best feasible r), excess = L_general(r)
     − limit, and the decision loss max(regret, 0) + max(excess, 0) (bits per character).
-    With method 'strongest' the law's choice is the strongest policy's (`strongest`).
     """
     sizes = np.unique(grid.N)
     N_max, second, D_final = sizes[-1], sizes[-2], grid.D.max()
@@ -408,8 +401,6 @@ def decision(grid: Grid, config: Config, seed: int, strongest: str = "small_grid
         "always_domain": int(np.argmax(ratios)),
         "always_general": int(np.argmin(ratios)),
     }
-    if config.method == "strongest":
-        picks["law"] = picks[strongest]
     L_general, L_domain = _final(grid, N_max, "general"), _final(grid, N_max, "domain")
     bound = limit(grid, N_max, config.tolerance)
     best = _best_feasible(grid, N_max, config.tolerance)
@@ -455,8 +446,6 @@ def decision(grid: Grid, config: Config, seed: int, strongest: str = "small_grid
 
 def run(config: Config | None = None, *, seed: int = 0) -> Result:
     """Fit the law and its baselines on three held-out splits of grid `seed`, then make the decision."""
-    from toyscale.llm.dcpt.claims import STRONGEST, STRONGEST_POLICY  # the choices made on calibration seeds
-
     config = config or Config()
     if not isinstance(config, Config):
         raise TypeError(f"config must be a dcpt.Config, got {type(config).__name__}")
@@ -470,7 +459,7 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
     held_out: dict[str, dict] = {}
     laws: dict[str, Law] = {}
     for split in SPLITS:
-        found = predictions(split, grid, masks[split], config, seed, STRONGEST[split])
+        found = predictions(split, grid, masks[split], config, seed)
         actual = found["points"]["L"]
         for arm, predicted in found["predicted"].items():
             metrics.setdefault(arm, {})[f"rmse_{split}"] = rmse(actual, predicted)
@@ -488,7 +477,7 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
     metrics["grid"] = {"checkpoint_noise": checkpoint_noise(grid), "general_noise": checkpoint_noise(grid, "general")}
     if config.control:
         metrics["control"] = extrapolation_delta(grid, int(grid.step.max()) // config.grid.eval_every - 1, config, seed)
-    metrics["decision"], choice, decision_laws = decision(grid, config, seed, STRONGEST_POLICY)
+    metrics["decision"], choice, decision_laws = decision(grid, config, seed)
     laws.update(decision_laws)
     curves = _curves(grid, laws, config) if "dcpt_model" in laws else {}
     return Result(config, seed, held_ratios, metrics, held_out, curves, choice, laws)
