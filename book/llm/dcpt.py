@@ -164,7 +164,9 @@ Table(
 grid = dcpt.load_grid(seed=0)
 noise = dcpt.checkpoint_noise(grid)
 glue("noise0", noise, display=False)
-print(f"{len(grid)} points from seed {grid.seed}; checkpoint noise {noise:.4f} bits/char")
+print(
+    f"{len(grid)} points from seed {grid.seed}; checkpoint noise {noise:.4f} bits/char"
+)
 Table(
     ["N", "general loss before CPT", "domain loss before CPT"],
     [
@@ -402,13 +404,17 @@ drift = max(
 print(f"largest difference between the live seed 0 and the file: {drift:.2g}")
 assert drift < 1e-6, "the committed results are stale: rebuild them"
 Table(
-    ["split", *[label(a, "ratio") if a != "law_free" else "law-free" for a in dcpt.ARMS]],
+    [
+        "split",
+        *[label(a, "ratio") if a != "law_free" else "law-free" for a in dcpt.ARMS],
+    ],
     [
         [dcpt.SPLIT_NAMES[s]]
         + [
             f"{np.mean(v):.4f} ± {np.std(v, ddof=1):.4f}"
             for v in (
-                [r.metrics[a][f"rmse_{s}"] for r in reference.results] for a in dcpt.ARMS
+                [r.metrics[a][f"rmse_{s}"] for r in reference.results]
+                for a in dcpt.ARMS
             )
         ]
         for s in dcpt.SPLITS
@@ -451,9 +457,7 @@ record_table(record)
 # And the claims on the book's five grids:
 
 # %%
-outcomes = check_results(
-    dcpt.CLAIMS, reference.results, BOOK_SEEDS, chapter="dcpt"
-)
+outcomes = check_results(dcpt.CLAIMS, reference.results, BOOK_SEEDS, chapter="dcpt")
 assert not any(o.fails_strict for o in outcomes), "an expected claim failed"
 status = {o.claim.id: o.status for o in outcomes}
 values = {o.claim.id: o.verdict.leaves()[0].values for o in outcomes}
