@@ -19,7 +19,6 @@ RE_AUDIT_PENDING = {
     "picasso",
     "glvq",
     "ddk",
-    "dcpt",
     "badiff",
     "victor",
     "combatvla",
