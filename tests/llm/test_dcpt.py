@@ -449,6 +449,6 @@ def test_figures_are_plotly_figures_with_a_finding_in_the_title(default_result):
         dcpt.fig_choice(default_result),
         dcpt.fig_extrapolation(reference.boundary),
     ):
-        assert isinstance(fig, go.Figure) and len(fig.data) > 2 and fig.layout.title.text
+        assert isinstance(fig, go.Figure) and len(fig.data) >= 2 and fig.layout.title.text
     with pytest.raises(ValueError, match="loss"):
         dcpt.fig_curves(default_result, "both")
