@@ -281,7 +281,7 @@ def test_every_committed_grid_has_every_run_and_shows_the_trade_off():
     assert len(set(starts)) == len(starts)
 
 
-@pytest.mark.parametrize("size_index, ratio_index", [(0, 4), (3, 8)])
+@pytest.mark.parametrize("size_index, ratio_index", [(0, 4), (2, 8)])  # a small and a larger model
 def test_a_slice_of_the_grid_reruns_to_the_committed_numbers(size_index, ratio_index):
     config, seed = dcpt.GridConfig(), 0
     corpus = dcpt.grid_corpus(config, seed)
@@ -340,6 +340,8 @@ def test_bad_input_raises_clear_errors_and_writes_nothing(tmp_path):
         dcpt.Config(decision_ratios=(0.25, 0.5, 1.0))
     with pytest.raises(ValueError, match="method"):
         dcpt.Config(method="oracle")
+    with pytest.raises(ValueError, match="splits"):
+        dcpt.Config(splits=("ratio", "future"))
     with pytest.raises(TypeError, match="config"):
         dcpt.run("fast")
     with pytest.raises(ValueError, match="seed"):

@@ -223,6 +223,7 @@ CLAIMS = [
 
 _EXPECTED_EFFECTS = tuple(c.id for c in CLAIMS if c.kind == "effect" and c.expected)
 _READ = ("dcpt", "no_interaction")  # the arms the expected effect reads
+_SPLITS = ("model", "late")  # and its splits
 
 # What must make each expected effect fail (CLAIMS.md §5). Each change skips what its claims do not read.
 FALSIFIERS = [
@@ -230,14 +231,14 @@ FALSIFIERS = [
         "law_blind_to_r",
         MECHANISM_OFF,
         _EXPECTED_EFFECTS,
-        lambda c: replace(c, method="r_blind", general_fits=False, control=False, arms=_READ),
+        lambda c: replace(c, method="r_blind", general_fits=False, control=False, arms=_READ, splits=_SPLITS),
         "the D-CPT arm fits E + A/N^α + B/D^β to every ratio's points at once: the law without its ratio terms",
     ),
     Falsifier(
         "no_interaction_as_law",
         BASELINE_IN_PLACE,
         _EXPECTED_EFFECTS,
-        lambda c: replace(c, method="no_interaction", general_fits=False, control=False, arms=_READ),
+        lambda c: replace(c, method="no_interaction", general_fits=False, control=False, arms=_READ, splits=_SPLITS),
         "the effect's baseline, the law without its interaction term, rerun under the law's name",
     ),
 ]

@@ -89,6 +89,7 @@ class Config:
     control: bool = True  # also score the negative control: one checkpoint beyond the fitted range
     method: str = "dcpt"  # what the D-CPT arm fits; a falsifier puts the law blind to r, or without its interaction
     arms: tuple[str, ...] = ARMS  # the predictors to fit (a falsifier fits only those its claims read)
+    splits: tuple[str, ...] = SPLITS  # the held-out splits to score (likewise)
 
     def __post_init__(self) -> None:
         if not isinstance(self.grid, GridConfig):
@@ -116,6 +117,8 @@ class Config:
             )
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if not self.splits or any(split not in SPLITS for split in self.splits):
+            raise ValueError(f"splits must be a non-empty subset of {SPLITS}, got {self.splits}")
         if "dcpt" not in self.arms or any(arm not in ARMS for arm in self.arms):
             raise ValueError(f"arms must be a subset of {ARMS} holding 'dcpt', got {self.arms}")
 
@@ -458,7 +461,7 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
     metrics: dict[str, dict[str, float]] = {arm: {} for arm in config.arms}
     held_out: dict[str, dict] = {}
     laws: dict[str, Law] = {}
-    for split in SPLITS:
+    for split in config.splits:
         found = predictions(split, grid, masks[split], config, seed)
         actual = found["points"]["L"]
         for arm, predicted in found["predicted"].items():
