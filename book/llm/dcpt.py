@@ -494,8 +494,8 @@ claims_table(outcomes)
 # {glue:text}`held_out_ratio_status`); on the larger model and on later tokens the per-ratio
 # Chinchilla laws do (statuses {glue:text}`held_out_model_status` and
 # {glue:text}`held_out_late_status`). Compare the law's errors in the five-grid table above with
-# the checkpoint noise, {glue:text}`mean_noise:.4f` bits/char on average: every predictor is
-# within a few times the noise, and the law is not the best of them. At unseen ratios the
+# the checkpoint noise, {glue:text}`mean_noise:.4f` bits/char on average: every predictor errs by
+# a few times the noise, and the law is not the best of them. At unseen ratios the
 # interaction term does not help either (status: {glue:text}`interaction_term_status`): inside
 # the fitted range of $N$ and $D$ the slope is interpolated with or without it.
 #
