@@ -30,16 +30,29 @@
 # size and 0.91 on unseen (later) data sizes**, and uses it to choose the ratio at a fraction
 # of the grid's cost.
 #
-# This chapter fits the law to a grid of real (tiny) language-model runs, scores it on
-# held-out runs against two simpler laws, and lets it choose the mixture for the largest model
-# from the smaller ones.
+# This chapter fits the law to grids of real (tiny) language-model runs, one independent grid
+# per seed, and asks two questions a practitioner would: does the law predict held-out runs
+# better than what one gets without a law, by reading the measured neighbours? And does the
+# ratio it chooses beat the cheap alternatives, a grid search on a smaller model among them?
 
 # %%
 import numpy as np
 import torch
+from myst_nb import glue
 
-from toyscale.core import Stopwatch, Table, check_results, claims_table, set_threads
+from toyscale.core import (
+    BOOK_SEEDS,
+    Stopwatch,
+    Table,
+    check_results,
+    claims_table,
+    set_threads,
+    tally,
+)
+from toyscale.core.calibration import load_record, record_table
 from toyscale.llm import dcpt
+from toyscale.llm.dcpt import claims as dcpt_claims
+from toyscale.llm.dcpt import results as committed
 
 set_threads(1)  # small tensors: one thread is the fastest and keeps results stable
 
@@ -72,8 +85,8 @@ set_threads(1)  # small tensors: one thread is the fastest and keeps results sta
 # noisier (about 1 % from checkpoint to checkpoint), so here $\delta = 10^{-2}$. Every constant
 # is stored as its logarithm, so exponents stay positive whatever the optimiser does.
 #
-# **Using it.** The paper's first use: with $L_g^0$ the general model's loss before CPT and a
-# tolerance $T$,
+# **Using it.** The paper's first use: with a general-loss reference $L_g^0$ and a tolerance
+# $T$,
 #
 # $$
 # r^\ast = \arg\min_r \hat L_\text{domain}(N, D, r) \quad \text{subject to} \quad
@@ -81,9 +94,25 @@ set_threads(1)  # small tensors: one thread is the fastest and keeps results sta
 # $$
 #
 # the ratio with the best domain loss among those that keep the general loss within a
-# tolerance. A second use picks $r$ when domain text is scarce: with $D_\text{dom}$ domain tokens
-# a run at ratio $r$ lasts $D_\text{dom}/r$ tokens, so $r^\ast = \arg\min_r \hat
-# L_\text{domain}(N, D_\text{dom}/r, r)$.
+# tolerance. The paper takes $L_g^0$ as the general model's loss before CPT. Our general models
+# are tiny and not converged: continuing them on general text alone keeps lowering their general
+# loss, so against the loss before CPT a ratio could "keep" the limit while forgetting a lot.
+# Here $L_g^0$ is the loss of the **same model continued for the same tokens on general text
+# alone** ($r = 0$), so the limit measures forgetting: the general loss a ratio costs against
+# not mixing in domain text at all. The law predicts it like any other point,
+# $\hat L_\text{general}(N, D, 1)$. A second use picks $r$ when domain text is scarce: with
+# $D_\text{dom}$ domain tokens a run at ratio $r$ lasts $D_\text{dom}/r$ tokens, so $r^\ast =
+# \arg\min_r \hat L_\text{domain}(N, D_\text{dom}/r, r)$.
+#
+# **What a law has to beat.** A law is worth fitting only if it predicts better than the
+# measurements around the point. Three law-free predictors read measured neighbours and fit
+# nothing: at a ratio that was not run, interpolate linearly between the measured ratios on
+# either side (same $N$ and $D$); for a larger model, take the second-largest model's measured
+# curve and shift it by the gap between the two general models' losses before CPT (both
+# general models exist before any CPT run); at a later $D$, carry the last measured checkpoint
+# forward. The same holds for the decision: a law's choice is worth its fit only if it beats a
+# grid search on the second-largest model, or simply the largest ratio that kept the limit in
+# the cheap runs.
 #
 # **The Cross-Domain D-CPT Law** (not built here) adds a term with a domain-specific
 # coefficient $K$, computed from a cheap probe of a new domain: its loss at the start of CPT and
@@ -94,15 +123,15 @@ set_threads(1)  # small tensors: one thread is the fastest and keeps results sta
 # %% [markdown]
 # ## Building it
 #
-# ### A grid of continual pre-training runs
+# ### Grids of continual pre-training runs
 #
-# The law needs points $(N, D, r, L_\text{general}, L_\text{domain})$. The chapter's grid
-# trains the book's tiny character transformer (`toyscale.llm.tinylm`) at four sizes,
-# pretrains each once on English prose (Python's documentation, the *general* domain), then
-# continues training it at nine mixture ratios of prose and Python source (the *domain*), at a
-# **constant learning rate**: the checkpoint after $k$ steps is then the model a $k$-step run
-# would give (a cosine schedule would make every checkpoint a different, unfinished run).
-# Both losses are measured every 25 steps on held-out text. Here are the settings and sizes:
+# The law needs points $(N, D, r, L_\text{general}, L_\text{domain})$. A grid trains the book's
+# tiny character transformer (`toyscale.llm.tinylm`) at four sizes, pretrains each once on
+# English prose (Python's documentation, the *general* domain), then continues training it at
+# nine mixture ratios of prose and Python source (the *domain*), at a **constant learning
+# rate**: the checkpoint after $k$ steps is then the model a $k$-step run would give (a cosine
+# schedule would make every checkpoint a different, unfinished run). Both losses are measured
+# every 25 steps on held-out text. Here are the settings and sizes:
 
 # %%
 grid_config = dcpt.GridConfig()
@@ -121,15 +150,23 @@ Table(
 )
 
 # %% [markdown]
-# The grid takes several minutes of CPU, too long for a notebook, so its results are committed
-# (`data/llm/dcpt_grid.npz`, checksum-verified on load) and remade by one command,
-# `python -m toyscale data --rebuild dcpt_grid`. The chapter's tests rerun a slice of it and
-# compare. Two grid seeds differ in model initialisation, batch order and the held-out split
-# of the text. Loading one:
+# **One seed, one independent grid.** The seed draws everything: which parts of the text are
+# held out, every model's initialisation, every batch. So the claims below are paired over
+# independent grids, and a win on four of five seeds is four wins of five. A grid takes a
+# couple of minutes of CPU, far too long for a notebook, so the grids of the book's seeds (0 to
+# 4) and of eight calibration seeds (1000 to 1007, where every margin below was set) are
+# committed (`data/llm/dcpt_grid.npz`, checksum-verified on load, remade by
+# `python -m toyscale data --rebuild dcpt_grid`); a grid of any other seed is trained the first
+# time it is asked for and kept under `data/cache/`. The chapter's tests rerun slices of it and
+# compare. Loading one:
 
 # %%
 grid = dcpt.load_grid(seed=0)
-print(f"{len(grid)} points from seed {grid.seed}")
+noise = dcpt.checkpoint_noise(grid)
+glue("noise0", noise, display=False)
+print(
+    f"{len(grid)} points from seed {grid.seed}; checkpoint noise {noise:.4f} bits/char"
+)
 Table(
     ["N", "general loss before CPT", "domain loss before CPT"],
     [
@@ -142,17 +179,24 @@ Table(
 )
 
 # %% [markdown]
+# The **checkpoint noise** is the yardstick for every error below: how much one measured loss
+# wobbles around its run's smooth trend. Along a curve that is locally straight, the second
+# difference $L_{k-1} - 2L_k + L_{k+1}$ of independent noise of variance $\sigma^2$ has variance
+# $6\sigma^2$, so $\hat\sigma = \sqrt{\overline{(\Delta^2 L)^2}/6}$ over every run (a curve
+# that bends only adds, so this errs high). No predictor can get much closer to a single
+# measurement than this.
+#
 # ### Batches of a mixture
 #
 # At ratio $r$ a batch of $B$ windows holds $\lfloor rB(t+1) + \tfrac12\rfloor - \lfloor rBt +
 # \tfrac12\rfloor$ domain windows at step $t$: the running total is $rB$ per step rounded, so
-# the share is exact over any run and every batch is deterministic. At $r = 0.3$ and $B = 32$
-# the counts alternate between 9 and 10:
+# the share is exact over any run and every batch is deterministic. At $r = 0.3$ and $B = 16$
+# the counts are mostly 5, sometimes 4:
 
 # %%
-counts = [dcpt.domain_windows(0.3, 32, t) for t in range(10)]
-print("domain windows per batch:", counts, "→ share", sum(counts) / (32 * 10))
-assert abs(sum(counts) - 0.3 * 32 * 10) <= 0.5
+counts = [dcpt.domain_windows(0.3, 16, t) for t in range(10)]
+print("domain windows per batch:", counts, "→ share", sum(counts) / (16 * 10))
+assert abs(sum(counts) - 0.3 * 16 * 10) <= 0.5
 
 # %% [markdown]
 # ### The law, on a case small enough to check by hand
@@ -229,9 +273,9 @@ fitted = dcpt.fit_law(
     {"N": Nk[small], "D": Dk[small], "r": rk[small], "L": noisy[small]}
 )
 predicted = fitted.predict(Nk[~small], Dk[~small], rk[~small])
-r2 = dcpt.r_squared(truth[~small], predicted)
-print(f"held-out R² on the largest size: {r2:.4f}")
-assert r2 > 0.98
+known_rmse = dcpt.rmse(truth[~small], predicted)
+print(f"held-out RMSE on the largest size: {known_rmse:.4f} bits/char")
+assert known_rmse < 0.02
 Table(
     ["constant", "true", "fitted"],
     [[name, known[name], fitted.params[name]] for name in dcpt.FORMS["dcpt"]],
@@ -240,42 +284,51 @@ Table(
 # %% [markdown]
 # ## The experiment
 #
-# `dcpt.run` fits the law to one grid seed and scores it on three held-out splits, each a
-# question the paper asks:
+# `dcpt.run` fits the law to one grid and scores it on three held-out splits, each a question
+# the paper asks:
 #
 # - **held-out ratios**: three of the seven interior ratios are left out, drawn per seed so that
 #   no two are neighbours (each keeps measured ratios on both sides);
 # - **held-out largest model**: fit on the three smaller sizes, predict the largest;
 # - **held-out later D**: fit on the first half of every run, predict the second half.
 #
-# On each, the D-CPT Law competes with two simpler laws fitted to the same points: the same
-# law **without the r–D interaction** ($B/D^\beta$: the same data slope at every ratio), and
-# **per-ratio Chinchilla laws** $E_r + A_r/N^{\alpha_r} + B_r/D^{\beta_r}$, one per training
-# ratio, interpolated linearly in $r$ between them. Scores are held-out R² of the domain loss
-# (in-sample R² with nine constants says little). Then it makes the decision, below.
+# On each, four predictors compete on the same points: the D-CPT Law; the same law **without
+# the r–D interaction** ($B/D^\beta$: the same data slope at every ratio); **per-ratio Chinchilla
+# laws** $E_r + A_r/N^{\alpha_r} + B_r/D^{\beta_r}$, one per training ratio, interpolated
+# linearly in $r$ between them; and the split's **law-free** predictor (neighbour interpolation,
+# the shifted curve, carry-forward). The score is the RMSE of the held-out domain loss in bits
+# per character, beside the grid's checkpoint noise. (R² is printed too, for comparison with
+# the paper; it pools the large differences *between* ratios and sizes with the small ones
+# along $D$, so even a crude predictor scores well on it.)
 
 # %%
 with Stopwatch() as watch:
     result = dcpt.run(dcpt.Config(), seed=0)
-print(
-    f"grid seed {result.grid_seed}, held-out ratios {result.held_out_ratios}: "
-    f"{watch.seconds:.1f} s"
-)
+print(f"seed 0, held-out ratios {result.held_out_ratios}: {watch.seconds:.1f} s")
+
+
+def label(arm, split):
+    return dcpt.LAW_FREE_LABELS[split] if arm == "law_free" else dcpt.ARM_LABELS[arm]
+
+
 Table(
-    ["law"] + [dcpt.SPLIT_NAMES[s] for s in dcpt.SPLITS],
+    ["split", "predictor", "RMSE (bits/char)", "R²"],
     [
-        [dcpt.ARM_LABELS[arm]] + [result.metrics[arm][f"r2_{s}"] for s in dcpt.SPLITS]
-        for arm in dcpt.ARMS
+        [dcpt.SPLIT_NAMES[s], label(arm, s), m[f"rmse_{s}"], m[f"r2_{s}"]]
+        for s in dcpt.SPLITS
+        for arm, m in ((a, result.metrics[a]) for a in dcpt.ARMS)
     ],
-    caption="Held-out R² of the domain loss, seed 0 (1 is perfect)",
+    caption=(
+        "Held-out domain loss, seed 0; checkpoint noise "
+        f"{result.metrics['grid']['checkpoint_noise']:.4f} bits/char"
+    ),
 )
 
 # %% [markdown]
 # Here is what the law fitted on the three smaller models predicts for the largest one, at
 # every ratio (lines), against what the largest model measured (markers). The domain loss falls
-# faster the more domain text a batch holds, and the law follows that fan of slopes. Where it
-# goes wrong is the level at low domain ratios: it under-predicts the loss of a model that sees
-# little or no code, which is most of what its held-out R² on this split loses:
+# faster the more domain text a batch holds, and the law follows that fan of slopes; hover to
+# read where it misses:
 
 # %%
 dcpt.fig_curves(result, "domain").show()
@@ -287,16 +340,10 @@ dcpt.fig_curves(result, "domain").show()
 
 # %%
 dcpt.fig_curves(result, "general").show()
-print(
-    "held-out R² of the general loss:",
-    {s: round(result.metrics["dcpt"][f"r2_general_{s}"], 3) for s in dcpt.SPLITS},
-)
 
 # %% [markdown]
-# Every held-out point of every split (ratios, largest model, later D), predicted against
-# measured. Only the D-CPT Law is shown; click the baselines in the legend to compare. The no-interaction law gives every ratio the
-# same slope in $D$. The per-ratio laws, with five constants for every ratio, follow each
-# measured ratio closely, and can only interpolate between them:
+# Every held-out point of every split, predicted against measured. Only the D-CPT Law is
+# shown; click the others in the legend to compare:
 
 # %%
 dcpt.fig_held_out(result).show()
@@ -304,158 +351,244 @@ dcpt.fig_held_out(result).show()
 # %% [markdown]
 # ### Choosing the mixture for the largest model
 #
-# The decision uses only cheap runs: the three smaller models at five ratios (0, ¼, ½, ¾, 1).
-# From them it fits the general and the domain law, and picks, among the grid's nine ratios,
-# the one the laws say is best for the largest model at the last checkpoint, with the general
-# loss within $T$ = 2 % of the general model's. The grid knows what each ratio really reached,
-# so the choice can be scored: its domain loss against the best ratio that actually kept the
-# limit. The baseline is the practitioner's shortcut: a grid search on the second-largest model,
-# its best ratio reused.
+# The law's decision uses only cheap runs: the three smaller models at five ratios (0, ¼, ½,
+# ¾, 1). From them it fits the general and the domain law, and picks, among the grid's nine
+# ratios, the one the laws say is best for the largest model at the last checkpoint, with the
+# predicted general loss within $T$ of its predicted $r = 0$ run. The grid knows what each
+# ratio really reached, so every choice can be scored by its **decision loss**: the domain loss
+# it forgoes against the best ratio that actually kept the limit, plus the general loss by which
+# it actually broke the limit, both in bits per character (0 is the grid search at full size).
+# An overshoot is charged for what it forgot; a cautious choice for the domain loss it left.
+# The law competes with four law-free policies:
 
 # %%
 dcpt.fig_choice(result).show()
 d = result.metrics["decision"]
+glue("tolerance", result.config.tolerance, display=False)
 Table(
-    ["", "ratio", "domain-loss regret (bits/char)", "general loss over limit", "cost"],
+    ["policy", "ratio", "regret", "over the limit", "decision loss", "compute"],
     [
         [
-            "D-CPT Law (small models, 5 ratios)",
-            d["chosen_ratio"],
-            d["regret"],
-            d["general_excess"],
-            d["cost_ratio"],
-        ],
-        [
-            "grid search on the second-largest model",
-            d["transfer_ratio"],
-            d["transfer_regret"],
-            d["transfer_general_excess"],
-            d["transfer_cost_ratio"],
-        ],
-        ["grid search on the largest model", d["best_ratio"], 0.0, "", 1.0],
+            dcpt.POLICY_LABELS[p],
+            d[f"{p}_ratio"],
+            d[f"{p}_regret"],
+            d[f"{p}_excess"],
+            d[f"{p}_loss"],
+            d[f"{p}_compute"],
+        ]
+        for p in dcpt.POLICIES
     ],
-    caption="Cost: compute (∝ N·D) relative to a grid search at the largest size",
+    caption=(
+        f"Seed 0, T = {result.config.tolerance:g}; losses in bits/char; compute ∝ N·D of "
+        "the runs each policy needs, against a grid search of every ratio at the largest size"
+    ),
 )
+
+# %% [markdown]
+# ### Five grids
+#
+# One grid is an anecdote. The claims are checked on the five book grids (seeds 0 to 4). Their
+# fits take longer than a notebook should, so their metrics are committed
+# (`data/llm/dcpt_results.npz`, rebuilt by `python -m toyscale data --rebuild dcpt_results`;
+# `python -m toyscale reproduce dcpt` recomputes them). First we check that the file holds what
+# the code computes: seed 0, just rerun, against seed 0 in the file.
+
+# %%
+reference = committed.reference()
+stored = reference.results[0].metrics
+drift = max(
+    abs(value - stored[table][metric])
+    for table, values in result.metrics.items()
+    for metric, value in values.items()
+)
+print(f"largest difference between the live seed 0 and the file: {drift:.2g}")
+assert drift < 1e-6, "the committed results are stale: rebuild them"
+Table(
+    [
+        "split",
+        *[label(a, "ratio") if a != "law_free" else "law-free" for a in dcpt.ARMS],
+    ],
+    [
+        [dcpt.SPLIT_NAMES[s]]
+        + [
+            f"{np.mean(v):.4f} ± {np.std(v, ddof=1):.4f}"
+            for v in (
+                [r.metrics[a][f"rmse_{s}"] for r in reference.results]
+                for a in dcpt.ARMS
+            )
+        ]
+        for s in dcpt.SPLITS
+    ],
+    caption="Held-out RMSE of the domain loss (bits/char), mean ± sd over the five book grids",
+)
+
+# %% [markdown]
+# ### Where the law pays: extrapolation in D
+#
+# The law's edge, where it has one, should grow with how far it extrapolates. The boundary
+# sweep fits every run's first $k$ checkpoints and predicts its last, for $k$ from 7 of 8
+# (nothing to extrapolate: the negative control) down to 2, and plots the law's RMSE advantage
+# over carrying checkpoint $k$ forward, mean ± sd over the five book grids:
+
+# %%
+dcpt.fig_extrapolation(reference.boundary).show()
+reference.boundary.table()
 
 # %% [markdown]
 # ## Does the claim hold?
 #
-# The claims are checked on three seeds here (`python -m toyscale reproduce dcpt` runs the
-# same; the tests run five). The grid is fixed data, so what a seed varies is which grid seed
-# is used (seeds alternate between the two), which ratios are held out, and the random starts
-# of every fit. Each R² claim asks for a held-out R² of at least 0.9 on every seed. A law
-# "beats" a baseline when its held-out R², averaged over the three splits, is higher by more
-# than 0.005 on average and on every seed. The decision claim asks that the law's ratio lose at
-# most 0.03 bits per character of domain loss (about the checkpoint-to-checkpoint noise of the
-# grid) against the grid's best ratio that keeps the general limit, with fitting runs that
-# cost less than half the grid search. The extra seeds skip the general-loss scoring, which
-# no claim uses: the claims' numbers are those of the default configuration.
+# Each claim is checked on the five book grids, paired by grid: the law against the strongest
+# alternative, on the same held-out points. A check passes only when the mean paired
+# difference clears an explicit margin *and* the law wins on enough of the five grids (four,
+# or three for the interaction term's extrapolation claim). Which alternative is the strongest
+# on each split, the tolerance $T$, and every margin and win rule were fixed on eight
+# calibration grids (seeds 1000 to 1007) that the book never shows, so that at least 95 % of
+# their five-grid windows pass with the law and fail when the law is fitted blind to the ratio
+# or the law without its interaction term is run under its name (`dcpt.FALSIFIERS`). The same
+# record decided which claims the toy can be expected to show: a claim that does not pass
+# 95 % of calibration windows is listed as *not reproduced*, with the mechanism, whatever these
+# five grids say. Here is that record:
 
 # %%
-no_general = dcpt.Config(general_r2=False)
-results = [result] + [dcpt.run(no_general, seed=s) for s in (1, 2)]
-outcomes = check_results(dcpt.CLAIMS, results, seeds=[0, 1, 2], chapter="dcpt")
+record = load_record(dcpt)
+record_table(record)
+
+# %% [markdown]
+# And the claims on the book's five grids:
+
+# %%
+outcomes = check_results(dcpt.CLAIMS, reference.results, BOOK_SEEDS, chapter="dcpt")
 assert not any(o.fails_strict for o in outcomes), "an expected claim failed"
+status = {o.claim.id: o.status for o in outcomes}
+values = {o.claim.id: o.verdict.leaves()[0].values for o in outcomes}
+for claim_id, v in values.items():
+    if v:
+        glue(f"{claim_id}_delta", float(np.mean(v)), display=False)
+    glue(f"{claim_id}_status", status[claim_id], display=False)
+glue("tally", tally(outcomes).line(), display=False)
+glue(
+    "mean_noise",
+    float(np.mean([r.metrics["grid"]["checkpoint_noise"] for r in reference.results])),
+    display=False,
+)
+for s in dcpt.SPLITS:
+    glue(f"strongest_{s}", label(dcpt_claims.STRONGEST[s], s), display=False)
+glue(
+    "strongest_policy", dcpt.POLICY_LABELS[dcpt_claims.STRONGEST_POLICY], display=False
+)
 claims_table(outcomes)
 
 # %% [markdown]
-# What holds, and what the toy cannot show:
+# The scorecard line for this chapter: {glue:text}`tally`.
 #
-# - **Held-out ratios and later D**: R² well above 0.9, close to the paper's 0.97 and 0.91.
-#   R² pools the variation *between* ratios with the variation along $D$, and most of the
-#   variance is between ratios, which flatters any law that gets the ratio right; the figures
-#   above are the sharper test.
-# - **The largest model**: R² hovers around 0.9 and falls just short of it on one of the two
-#   grids. In the toy, extrapolating in $N$ is the hardest of the three (the paper finds later
-#   data the hardest, with 0.91); our three fitting sizes span only nine times in $N$.
-# - **The interaction term** helps, but little: without it a law must give the pure-general and
-#   the pure-domain run the same slope in $D$; the held-out R² gain is below 0.01, mostly on the
-#   largest model and the later tokens.
-# - **Per-ratio Chinchilla fits** are the stronger baseline here: with five constants for
-#   every ratio they extrapolate in $N$ and $D$ better than one law does. What they cannot do
-#   is say anything *between* the ratios that were run, beyond a straight line; the D-CPT
-#   Law's case is that one law, nine constants, covers every ratio.
-# - **The decision** lands within the noise of the grid's best ratio on domain loss, from runs
-#   costing a third of the grid search. But it errs towards *more* domain text on both grids:
-#   one step above the best ratio on one (its general loss slightly over the limit, inside the
-#   slack, which is also why its domain loss is lower than the "best"), pure domain text on the
-#   other (well over the limit). The **general loss** is where the law's form is too narrow: at
-#   high domain ratios the model forgets, its general loss *rises* with $D$, and no term of the
-#   law can follow that, so the law under-predicts it. The small-model grid search, which
-#   measures the general loss instead of predicting it, keeps the limit on both grids.
-# - **Not shown:** scale (our largest model has about $10^5$ parameters), downstream benchmarks,
-#   several domains, and the Cross-Domain law.
+# **What holds.** The r–D interaction term earns its place where the law extrapolates: on the
+# held-out largest model and on the later tokens, the law with $B r^\eta / D^\beta$ predicts
+# better than the same law with $B / D^\beta$ (status: {glue:text}`interaction_extrapolates_status`).
+# And one checkpoint beyond the fitted range, where there is nothing to extrapolate, the law
+# gains nothing over carrying the last checkpoint forward, as the control requires (status:
+# {glue:text}`no_extrapolation_no_gain_status`).
+#
+# **What does not.** The paper's held-out claims, restated as "better than the strongest
+# alternative", do not hold in this toy. At unseen ratios, interpolating the measured
+# neighbours ({glue:text}`strongest_ratio`) beats the law (status:
+# {glue:text}`held_out_ratio_status`); on the larger model and on later tokens the per-ratio
+# Chinchilla laws do (statuses {glue:text}`held_out_model_status` and
+# {glue:text}`held_out_late_status`). Compare the law's errors in the five-grid table above with
+# the checkpoint noise, {glue:text}`mean_noise:.4f` bits/char on average: every predictor errs by
+# a few times the noise, and the law is not the best of them. At unseen ratios the
+# interaction term does not help either (status: {glue:text}`interaction_term_status`): inside
+# the fitted range of $N$ and $D$ the slope is interpolated with or without it.
+#
+# **The decision.** The law's choice beats the trivial policies by far (always pure domain text
+# breaks the limit, always general text forgoes the domain), but it does not beat a grid
+# search on the second-largest model ({glue:text}`strongest_policy`), nor the largest ratio
+# that kept the limit in the cheap runs (status: {glue:text}`chosen_ratio_status`). The choice
+# turns on the general loss, which at high domain ratios *rises* with $D$ as the model forgets
+# (the general-loss figure above); every term of the law falls with $D$, so it predicts too
+# little forgetting and its ratio tends to overshoot the limit. The
+# small-model grid search measures the forgetting instead of predicting it, at a little more
+# compute. Each claim's reason in the table names its mechanism.
 
-# %% [markdown]
 # ## At full scale
 #
 # The law's value is the cost it saves. A rough count for a 7B-parameter model and 10B tokens
 # of CPT per run (assumptions for the estimate, not the paper's), with training compute
 # $6ND$ and the fitting runs at 0.5B and 1.5B parameters on five ratios, against a grid search
-# of nine ratios at 7B:
+# of nine ratios at 7B and one on a 3B model:
 
 # %%
 target_N, cpt_tokens, n_ratios = 7e9, 10e9, 9
-fit_sizes, fit_ratios = [0.5e9, 1.5e9], 5
+fit_sizes, fit_ratios, second = [0.5e9, 1.5e9], 5, 3e9
 flops = lambda n, d: 6 * n * d  # noqa: E731  (training compute of one run)
 grid_search = n_ratios * flops(target_N, cpt_tokens)
 law_runs = fit_ratios * sum(flops(n, cpt_tokens) for n in fit_sizes)
+small_grid = n_ratios * flops(second, cpt_tokens)
 a100 = 312e12 * 0.4  # an A100 at 40 % of its bf16 peak
-print(
-    f"grid search: {grid_search:.1e} FLOP = {grid_search / a100 / 86400:,.0f} GPU-days"
-)
-print(
-    f"fitting runs: {law_runs:.1e} FLOP = {law_runs / a100 / 86400:,.0f} GPU-days "
-    f"({law_runs / grid_search:.0%} of the grid search), plus one final 7B run"
-)
+for name, cost in (
+    ("grid search at 7B", grid_search),
+    ("grid search at 3B", small_grid),
+    ("law's fitting runs", law_runs),
+):
+    print(
+        f"{name}: {cost:.1e} FLOP = {cost / a100 / 86400:,.0f} GPU-days "
+        f"({cost / grid_search:.0%} of the full grid search)"
+    )
 
 # %% [markdown]
 # The saving grows with the gap between the fitting sizes and the target, which is exactly
-# where the extrapolation is least safe (in this toy, the held-out model is the split with the
-# lowest R²). In practice a team would fit on the small sizes, predict the target, and spend
+# where the extrapolation is least safe. And the law's competitor is not the full grid search
+# but the cheaper ones: the grid search on a smaller model measures the general loss instead of
+# predicting it. In practice a team would fit on the small sizes, predict the target, and spend
 # one extra run at the target to check the prediction before committing the full budget.
 
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Scarce domain text.** Suppose only 100,000 characters of Python are available for the
+# 1. **Scarce domain text.** Suppose only 50,000 characters of Python are available for the
 #    largest model. Use `dcpt.choose_ratio_limited` with the decision's domain law
-#    (`result.laws["decision_domain"]`) to pick $r$, allowing runs of at most the grid's 409,600
-#    characters. Why can the answer be below 1, when $r = 1$ has the lowest domain loss at every
-#    fixed $D$?
+#    (`result.laws["decision_domain"]`) to pick $r$, allowing runs of at most the grid's last
+#    $D$. Why can the answer be below 1, when $r = 1$ has the lowest domain loss at every fixed
+#    $D$?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# `dcpt.choose_ratio_limited(result.laws["decision_domain"], result.choice["N"], 1e5, 409_600,
-# dcpt.RATIOS)`. With $D_\text{dom}$ fixed, a run at ratio $r$ lasts $D_\text{dom}/r$ tokens:
-# a smaller $r$ sees the same domain text alongside more general text, and more steps. The
-# law trades the $C/(r+\epsilon)^\gamma$ term, which prefers large $r$, against the interaction
-# term $B r^\eta / D^\beta$ with $D = D_\text{dom}/r$, which prefers long runs. Where the
-# optimum lands depends on the fitted exponents, and the answer should be checked with one
-# run at the chosen ratio.
+# `dcpt.choose_ratio_limited(result.laws["decision_domain"], result.choice["N"], 5e4,
+# result.choice["D"], dcpt.RATIOS)`. With $D_\text{dom}$ fixed, a run at ratio $r$ lasts
+# $D_\text{dom}/r$ tokens: a smaller $r$ sees the same domain text alongside more general text,
+# and more steps. The law trades the $C/(r+\epsilon)^\gamma$ term, which prefers large $r$,
+# against the interaction term $B r^\eta / D^\beta$ with $D = D_\text{dom}/r$, which prefers
+# long runs. Where the optimum lands depends on the fitted exponents, and the answer should be
+# checked with one run at the chosen ratio.
 # ```
 #
-# 2. **The tolerance.** Rerun with `dcpt.Config(tolerance=0.0)` and with `tolerance=0.05`. How
-#    does the chosen ratio move, and does the regret stay small?
+# 2. **The tolerance.** Rerun with `dcpt.Config(tolerance=0.02)` and with `tolerance=0.08` on a
+#    few seeds. How do the policies' choices move, and which policy loses least?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# A tighter tolerance forbids the ratios that cost general loss, so the chosen ratio falls;
-# a looser one lets it rise towards pure domain text. The regret stays small as long as the
-# limit does not fall between two grid ratios whose general losses the law cannot tell apart:
-# near the boundary a 0.01-bit error in the predicted general loss flips the decision.
+# `[dcpt.run(dcpt.Config(tolerance=t), seed=s).metrics["decision"] for s in range(3)]` for
+# each $t$. A tighter tolerance forbids the ratios that cost general loss, so every choice
+# falls; a looser one lets them rise towards pure domain text. Look at where the limit falls
+# between two grid ratios: there a small error in the predicted general loss flips the law's
+# choice, while the grid search on the second-largest model measures it. Compare the decision
+# losses, not the ratios.
 # ```
 #
-# 3. **Why $\epsilon$?** Fit the domain law with `eps` fixed near zero (edit `START_BOX` in
-#    `toyscale.llm.dcpt.law` to a narrow range around $10^{-8}$). What happens to the points at
-#    $r = 0$?
+# 3. **How far to extrapolate.** The boundary figure fits the first $k$ checkpoints. Compute
+#    one point yourself, `dcpt.extrapolation_delta(dcpt.load_grid(s), k, dcpt.Config(), s)`,
+#    for $k = 2$ and $k = 7$ on seeds 0 to 4, and compare with the figure. Then do the same
+#    with the per-ratio Chinchilla laws in place of the D-CPT Law (fit `dcpt.fit_per_ratio` on
+#    the first $k$ checkpoints). Does a law with its own constants per ratio extrapolate in $D$
+#    better or worse?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# Without $\epsilon$, $C/r^\gamma$ is infinite at $r = 0$, yet a model trained on general
-# text alone still has a finite domain loss. The fit then has to push $C$ or $\gamma$ towards
-# zero to keep the $r = 0$ points finite, which flattens the law's dependence on $r$ everywhere
-# and costs R² on the held-out ratios.
+# The first part reproduces the figure's points (the same fits, the same seeds). For the
+# second, fit `dcpt.fit_per_ratio` on the points with `grid.step <= 25 * k` (domain loss, domain
+# ratio) and score its prediction of the last checkpoint with `dcpt.rmse`. Per-ratio laws have
+# five constants per ratio and see each ratio's own D-slope; one law shares its slope terms
+# across ratios. Which extrapolates better depends on how far: look at the sign of the
+# difference at small and large $k$.
 # ```
 
 # %% [markdown]

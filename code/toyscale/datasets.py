@@ -112,6 +112,7 @@ ARTIFACTS: dict[str, Artifact] = {
             "data/genmm/combatvla_results.npz",
         ),
         Artifact("dcpt_grid", ("dcpt",), "toyscale.llm.dcpt.grid:reference_arrays", "data/llm/dcpt_grid.npz"),
+        Artifact("dcpt_results", ("dcpt",), "toyscale.llm.dcpt.results:reference_arrays", "data/llm/dcpt_results.npz"),
         Artifact(
             "jrc_results", ("jrc",), "toyscale.recsys.jrc.results:reference_arrays", "data/recsys/jrc_results.npz"
         ),

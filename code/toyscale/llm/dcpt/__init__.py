@@ -32,41 +32,61 @@ L-BFGS with the law's gradient written out by hand, positive parameters through 
 parametrisation, several random starts; a grid of real language-model runs (four sizes of a
 character transformer, `toyscale.llm.tinylm`, from 4.6k to 104k parameters; pretrained on English
 prose, `toyscale.llm.corpus`; continually pre-trained on prose mixed with Python source at nine
-ratios, at a constant learning rate so that every checkpoint is a shorter run); held-out R² on
-unseen ratios, an unseen larger model and unseen later D, against two simpler laws (no r–D
-interaction; per-ratio Chinchilla fits interpolated between ratios); and the first use of the
-law, choosing the ratio for the largest model from runs of the smaller ones, scored against
-the grid's best and a grid search on a smaller model.
+ratios, at a constant learning rate so that every checkpoint is a shorter run), one independent
+grid per seed; held-out RMSE (bits per character, beside the grid's checkpoint noise) on unseen
+ratios, an unseen larger model and unseen later D, against two simpler laws (no r–D interaction;
+per-ratio Chinchilla fits interpolated between ratios) and law-free predictors that read measured
+neighbours (interpolation in r, the second-largest model's curve shifted, carry-forward); and the
+first use of the law, choosing the ratio for the largest model from runs of the smaller ones,
+scored by the domain loss it forgoes plus the general loss by which it breaks the limit, against
+a grid search on a smaller model and trivial policies.
 
-**What it drops.** Scale (characters, not tokens; 10⁵ parameters, not 10⁹; 4·10⁵ CPT tokens, not
+**What the toy finds.** The interaction term pays where the law extrapolates, to the larger
+model and to later D. But the law is not the best predictor on any held-out split: neighbour
+interpolation wins at unseen ratios and per-ratio laws on the larger model and later D; and its
+choice of ratio, which beats the trivial policies, loses to the grid search on the second-largest
+model, because the general loss rises with D as the model forgets and no term of the law can
+follow that. The chapter's claims table has the numbers.
+
+**What it drops.** Scale (characters, not tokens; 10⁵ parameters, not 10⁹; 10⁵ CPT tokens, not
 10¹⁰), downstream benchmarks, the six domains (one here), and the Cross-Domain law. The grid takes
 minutes, so its results are committed (`grid`, data card `dcpt_grid`) and every fit in this
 chapter runs on them in seconds.
 
-The package: `grid` (the language-model runs and the committed results), `law` (the law, its
-gradient, the fit, the baselines, R², the choice of ratio), `experiment` (`Config`, `run`,
-`CLAIMS`, figures).
+The package: `grid` (the language-model runs and the committed grids), `law` (the law, its
+gradient, the fit, the simpler laws, R², the choice of ratio), `experiment` (`Config`, `run`,
+the law-free predictors, the decision, the boundary), `claims` (`CLAIMS`, `FALSIFIERS`, the
+calibrated margins), `results` (the committed results), `figures`.
 """
 
+from toyscale.llm.dcpt.claims import CLAIMS, FALSIFIERS
 from toyscale.llm.dcpt.experiment import (
     ARM_LABELS,
     ARMS,
-    CLAIMS,
+    LAW_FREE_LABELS,
+    POLICIES,
+    POLICY_LABELS,
     SPLIT_NAMES,
     SPLITS,
     Config,
     Result,
+    carry_forward,
+    checkpoint_noise,
     decision,
-    fig_choice,
-    fig_curves,
-    fig_held_out,
+    extrapolation_delta,
+    neighbour_interpolation,
+    rmse,
     run,
+    shifted_curve,
     split_masks,
 )
+from toyscale.llm.dcpt.figures import fig_choice, fig_curves, fig_extrapolation, fig_held_out
 from toyscale.llm.dcpt.grid import (
+    COMMITTED_SEEDS,
     RATIOS,
     Grid,
     GridConfig,
+    build_grid,
     continual_pretrain,
     domain_windows,
     grid_corpus,
@@ -95,7 +115,12 @@ __all__ = [
     "ARMS",
     "ARM_LABELS",
     "CLAIMS",
+    "COMMITTED_SEEDS",
+    "FALSIFIERS",
     "FORMS",
+    "LAW_FREE_LABELS",
+    "POLICIES",
+    "POLICY_LABELS",
     "RATIOS",
     "SPLITS",
     "SPLIT_NAMES",
@@ -106,14 +131,19 @@ __all__ = [
     "Law",
     "PerRatioLaw",
     "Result",
+    "build_grid",
+    "carry_forward",
+    "checkpoint_noise",
     "choose_ratio",
     "choose_ratio_limited",
     "continual_pretrain",
     "dcpt_law",
     "decision",
     "domain_windows",
+    "extrapolation_delta",
     "fig_choice",
     "fig_curves",
+    "fig_extrapolation",
     "fig_held_out",
     "fit_law",
     "fit_per_ratio",
@@ -122,10 +152,13 @@ __all__ = [
     "law_and_jacobian",
     "load_grid",
     "mixture_batch",
+    "neighbour_interpolation",
     "objective_and_gradient",
     "predict",
     "pretrain",
     "r_squared",
+    "rmse",
     "run",
+    "shifted_curve",
     "split_masks",
 ]

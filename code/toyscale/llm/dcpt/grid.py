@@ -1,39 +1,53 @@
-"""The grid of continual pre-training runs the D-CPT Law is fitted to, and its committed results.
+"""The grids of continual pre-training runs the D-CPT Law is fitted to, one independent grid per seed.
 
-For every model size N and grid seed: pretrain one TinyLM on the general domain (`pretrain`),
+For every model size N of grid seed s: pretrain one TinyLM on the general domain (`pretrain`),
 then, from that one checkpoint, continue training at every mixture ratio r (the share of domain
 text in each batch) with a constant learning rate (`continual_pretrain`), measuring the held-out
 general and domain loss every `eval_every` steps. Each measurement is one point
 (N, D, r, L_general, L_domain), D being the tokens (characters) seen in continual pre-training.
 With the learning rate held constant, the checkpoint after k steps is the model a k-step run
-would give, so one run yields a whole curve of D.
+would give, so one run yields a whole curve of D. The seed draws everything: the corpus's
+train/validation split, every model's initialisation and every batch, so two seeds are two
+independent grids.
 
-The grid takes minutes, not seconds, so its results are committed: `reference_arrays` makes the
-file `data/llm/dcpt_grid.npz` (data card `dcpt_grid` in data/README.md), rebuilt by
-`python -m toyscale data --rebuild dcpt_grid`; `load_grid` reads and verifies it.
+A grid takes minutes, not seconds, so the grids of the book's seeds and of the calibration seeds
+are committed: `reference_arrays` makes the file `data/llm/dcpt_grid.npz` (data card `dcpt_grid`
+in data/README.md), rebuilt by `python -m toyscale data --rebuild dcpt_grid`; `load_grid` reads
+and verifies it. Any other seed is built on demand (`build_grid`) and kept under `data/cache/`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from toyscale.core.data import DataError
+from toyscale.core.claims import BOOK_SEEDS, CALIBRATION_SEED_START
+from toyscale.core.data import DataError, load_arrays, save_arrays
 from toyscale.core.devices import device
+from toyscale.core.progress import progress
 from toyscale.core.seeding import seed_everything
 from toyscale.core.train import train
-from toyscale.datasets import ARTIFACTS
+from toyscale.datasets import ARTIFACTS, ROOT
 from toyscale.llm.corpus import DOMAINS, DomainText, build_corpus
 from toyscale.llm.tinylm import TinyLM, TinyLMConfig, bits_per_char, lm_loss, sample_windows, train_lm
 
 ARTIFACT = "dcpt_grid"  # the data card / `python -m toyscale data --rebuild` name
-RATIOS = tuple(i / 8 for i in range(9))  # domain shares 0, 1/8, ..., 1: exact window counts in a batch of 32
+RATIOS = tuple(i / 8 for i in range(9))  # domain shares 0, 1/8, ..., 1: exact window counts in a batch of 16
+#: The calibration grids committed with the book's: seeds 1000–1007 (eight, not twenty: a grid is minutes of CPU on
+#: a shared machine; eight seeds give 56 five-seed windows).
+CALIBRATION_GRID_SEEDS = tuple(range(CALIBRATION_SEED_START, CALIBRATION_SEED_START + 8))
+#: Every grid seed in the committed file: the book's seeds 0–4 and the calibration seeds.
+COMMITTED_SEEDS = (*BOOK_SEEDS, *CALIBRATION_GRID_SEEDS)
+#: Where grids of other seeds are kept once built (ignored by git).
+CACHE = ROOT / "data" / "cache" / "dcpt_grid"
 
 
 @dataclass(frozen=True)
@@ -45,15 +59,14 @@ class GridConfig:
     context: int = 32  # characters per training window (and per evaluation window)
     general: str = "prose"  # the general domain: English prose, what the model is pretrained on
     domain: str = "code"  # the target domain of continual pre-training: Python source
-    batch_size: int = 32  # windows per step, in pretraining and in continual pre-training
+    batch_size: int = 16  # windows per step, in pretraining and in continual pre-training (16: the grid's cost)
     pretrain_steps: int = 1000  # Adam steps of general pretraining, once per size and seed
     pretrain_lr: float = 3e-3  # its constant learning rate
-    cpt_steps: int = 400  # Adam steps of continual pre-training per ratio
+    cpt_steps: int = 200  # Adam steps of continual pre-training per ratio (8 checkpoints: the grid's cost)
     cpt_lr: float = 1e-3  # its constant learning rate (constant: checkpoints are like shorter runs)
     eval_every: int = 25  # steps between measurements of the held-out losses
-    eval_windows: int = 256  # validation windows of each domain the losses are measured on
+    eval_windows: int = 128  # validation windows of each domain the losses are measured on (the same for every run)
     ratios: tuple[float, ...] = RATIOS  # domain ratios r of continual pre-training
-    seeds: tuple[int, ...] = (0, 1)  # grid seeds: model init, batch order and the corpus split
 
     def __post_init__(self) -> None:
         if not self.sizes or any(len(s) != 3 for s in self.sizes):
@@ -73,8 +86,6 @@ class GridConfig:
             raise ValueError(f"general and domain must differ, both are {self.general!r}")
         if not self.pretrain_lr > 0 or not self.cpt_lr > 0:
             raise ValueError(f"learning rates must be > 0, got {self.pretrain_lr}, {self.cpt_lr}")
-        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds must be distinct, got {self.seeds}")
 
     def lm(self, size: tuple[int, int, int]) -> TinyLMConfig:
         """The TinyLM of one size."""
@@ -194,21 +205,29 @@ def continual_pretrain(
     return np.asarray(points, dtype=np.float64)
 
 
-def _run_seed(grid: GridConfig, seed: int) -> dict[str, np.ndarray]:
-    """Every size and ratio for one grid seed, as flat columns (one row per measurement)."""
+def _stream(seed: int, size_index: int, ratio_index: int) -> int:
+    """The batch stream of one run: one per (seed, size, ratio)."""
+    return seed * 10_000 + size_index * 100 + ratio_index
+
+
+def grid_arrays(grid: GridConfig, seed: int) -> dict[str, np.ndarray]:
+    """Every size and ratio of grid seed `seed`, as flat columns (one row per measurement).
+
+    Columns N, D, r, L_general, L_domain, size, step; start_N, start_L_general, start_L_domain
+    (each size's general model before continual pre-training); `grid` holds `GridConfig.key()`.
+    """
+    _check_seed(seed)
     corpus = grid_corpus(grid, seed)
     columns: dict[str, list] = {k: [] for k in ("N", "D", "r", "L_general", "L_domain", "size", "step")}
     start: dict[str, list] = {"N": [], "L_general": [], "L_domain": []}
-    for size_index, size in enumerate(grid.sizes):
+    for size_index, size in enumerate(progress(grid.sizes, desc=f"grid seed {seed}: sizes")):
         model = pretrain(grid, size, corpus, seed)
         n_params = grid.lm(size).n_params
         start["N"].append(n_params)
         start["L_general"].append(bits_per_char(model, _eval_ids(corpus[grid.general], grid)))
         start["L_domain"].append(bits_per_char(model, _eval_ids(corpus[grid.domain], grid)))
         for ratio_index, ratio in enumerate(grid.ratios):
-            # one batch stream per (seed, size, ratio)
-            stream = seed * 10_000 + size_index * 100 + ratio_index
-            points = continual_pretrain(grid, model, corpus, ratio, seed=stream)
+            points = continual_pretrain(grid, model, corpus, ratio, seed=_stream(seed, size_index, ratio_index))
             for k, (tokens, l_general, l_domain) in enumerate(points):
                 columns["N"].append(n_params)
                 columns["D"].append(tokens)
@@ -217,23 +236,33 @@ def _run_seed(grid: GridConfig, seed: int) -> dict[str, np.ndarray]:
                 columns["L_domain"].append(l_domain)
                 columns["size"].append(size_index)
                 columns["step"].append((k + 1) * grid.eval_every)
-    out = {f"s{seed}/{k}": np.asarray(v) for k, v in columns.items()}
-    out.update({f"s{seed}/start_{k}": np.asarray(v) for k, v in start.items()})
+    out = {k: np.asarray(v) for k, v in columns.items()}
+    out.update({f"start_{k}": np.asarray(v) for k, v in start.items()})
+    out["grid"] = np.frombuffer(grid.key().encode(), dtype=np.uint8)
     return out
 
 
-def reference_arrays(grid: GridConfig | None = None) -> dict[str, np.ndarray]:
-    """The committed file's arrays: the whole grid for every seed of `grid` (default `GridConfig()`).
+def reference_arrays(grid: GridConfig | None = None, seeds: tuple[int, ...] = COMMITTED_SEEDS) -> dict[str, np.ndarray]:
+    """The committed file's arrays: the grid of every seed in `seeds` (default: the book's and the calibration's).
 
-    Per seed s: columns `s<s>/N`, `D`, `r`, `L_general`, `L_domain`, `size`, `step` (one row per
-    measurement) and `s<s>/start_N`, `start_L_general`, `start_L_domain` (the general model of
-    each size before continual pre-training); `grid` holds `GridConfig.key()`.
+    Per seed s, the columns of `grid_arrays` prefixed `s<s>/`; `grid` holds `GridConfig.key()` and
+    `seeds` the seeds. About two minutes of CPU per seed on one free core.
     """
     grid = grid or GridConfig()
-    out: dict[str, np.ndarray] = {"grid": np.frombuffer(grid.key().encode(), dtype=np.uint8)}
-    for seed in grid.seeds:
-        out.update(_run_seed(grid, seed))
+    out: dict[str, np.ndarray] = {
+        "grid": np.frombuffer(grid.key().encode(), dtype=np.uint8),
+        "seeds": np.asarray(seeds, dtype=np.int64),
+    }
+    for seed in seeds:
+        arrays = grid_arrays(grid, seed)
+        del arrays["grid"]
+        out.update({f"s{seed}/{k}": v for k, v in arrays.items()})
     return out
+
+
+def _check_seed(seed: object) -> None:
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
 
 
 @dataclass(frozen=True)
@@ -277,22 +306,56 @@ def _committed() -> dict[str, np.ndarray]:
     return _loaded[ARTIFACT]
 
 
-def load_grid(seed: int = 0, grid: GridConfig | None = None) -> Grid:
-    """The committed grid of seed `seed`, checksum-verified; `grid` must be the settings it was made with."""
+def cache_path(grid: GridConfig, seed: int) -> Path:
+    """Where `build_grid` keeps the grid of `seed` made with `grid`'s settings (their short hash names the folder)."""
+    return CACHE / hashlib.sha256(grid.key().encode()).hexdigest()[:12] / f"seed{seed}.npz"
+
+
+def build_command(seeds: tuple[int, ...] | list[int]) -> str:
+    """The command that builds (and caches) the grids of `seeds` with the default settings."""
+    return "python -m toyscale.llm.dcpt --build-grids " + " ".join(str(s) for s in seeds)
+
+
+def build_grid(seed: int, grid: GridConfig | None = None) -> Path:
+    """Train the grid of `seed` (minutes of CPU) and keep it at `cache_path`; return the path."""
+    grid = grid or GridConfig()
+    path = cache_path(grid, seed)
+    save_arrays(path, grid_arrays(grid, seed))
+    return path
+
+
+def load_grid(seed: int = 0, grid: GridConfig | None = None, *, build: bool = True) -> Grid:
+    """The grid of seed `seed`, checksum-verified: committed, cached, or (with `build`) trained now.
+
+    The default settings' grids of `COMMITTED_SEEDS` come from the committed file. Any other seed
+    (or other settings) is read from `data/cache/` if it was built before; else, with `build`,
+    `build_grid` trains it (about two minutes of CPU); without, a DataError names the command.
+    """
     grid = grid or GridConfig()
     if not isinstance(grid, GridConfig):
         raise TypeError(f"grid must be a GridConfig, got {type(grid).__name__}")
-    if seed not in grid.seeds:
-        raise ValueError(f"seed must be one of the grid's seeds {grid.seeds}, got {seed!r}")
-    arrays = _committed()
-    rebuild = ARTIFACTS[ARTIFACT].rebuild_command
-    if bytes(arrays["grid"]).decode() != grid.key():
-        raise DataError(
-            f"{ARTIFACTS[ARTIFACT].path} was made with other grid settings than {grid}; rebuild it with: {rebuild}"
-        )
-    prefix = f"s{seed}/"
-    return Grid(
-        config=grid,
-        seed=seed,
-        **{k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)},
-    )
+    _check_seed(seed)
+    path = cache_path(grid, seed)
+    if grid == GridConfig() and seed in COMMITTED_SEEDS:
+        arrays = _committed()
+        if bytes(arrays["grid"]).decode() == grid.key() and f"s{seed}/N" in arrays:
+            prefix = f"s{seed}/"
+            columns = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+            return Grid(config=grid, seed=seed, **columns)
+        if not path.is_file():
+            raise DataError(
+                f"{ARTIFACTS[ARTIFACT].path} was made with other grid settings or seeds than {grid}, seed {seed}; "
+                f"rebuild it with: {ARTIFACTS[ARTIFACT].rebuild_command}"
+            )
+    if not path.is_file():
+        if not build:
+            raise DataError(
+                f"the grid of seed {seed} is neither committed nor built (seeds {BOOK_SEEDS[0]}–{BOOK_SEEDS[-1]} "
+                f"and {CALIBRATION_GRID_SEEDS[0]}–{CALIBRATION_GRID_SEEDS[-1]} are committed); "
+                f"build it with: {build_command([seed])}"
+            )
+        build_grid(seed, grid)
+    columns = load_arrays(path, rebuild_hint=build_command([seed]))
+    if bytes(columns.pop("grid")).decode() != grid.key():
+        raise DataError(f"{path} was made with other grid settings than {grid}; delete it and rerun")
+    return Grid(config=grid, seed=seed, **columns)

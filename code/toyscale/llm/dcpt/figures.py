@@ -1,0 +1,162 @@
+"""D-CPT's figures: the largest model's curves with the law, held-out predictions, the decision, the boundary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from toyscale.core import plot
+from toyscale.core.boundary import Boundary, fig_boundary
+
+from .experiment import ARMS, POLICIES, POLICY_LABELS, SPLITS, Result
+
+SHORT_LABELS = {"dcpt": "D-CPT", "no_interaction": "no interaction", "per_ratio": "per-ratio", "law_free": "law-free"}
+
+
+def _ratio_colors(ratios: Sequence[float]) -> list[str]:
+    """A sequential scale from the baseline blue (r = 0, general only) to the method red (r = 1)."""
+    start, end = np.array([0x2E, 0x5F, 0x8A]), np.array([0xD1, 0x49, 0x5B])
+    return ["#" + "".join(f"{int(v):02X}" for v in start + q * (end - start)) for q in ratios]
+
+
+def fig_curves(result: Result, loss: str = "domain") -> go.Figure:
+    """The largest model's loss against D per ratio (markers) with the law fitted on the smaller models (lines)."""
+    if loss not in ("domain", "general"):
+        raise ValueError(f"loss must be 'domain' or 'general', got {loss!r}")
+    if not result.curves:
+        raise ValueError("this result has no curves (a falsifier's run): rerun with the default method")
+    curves = result.curves
+    law = curves[f"law_{loss}"]
+    title = {
+        "domain": "Fitted on the smaller models, the law follows the largest model's fan of slopes in D",
+        "general": "The general loss: more domain text costs general loss, which the law only levels out",
+    }[loss]
+    fig = plot.figure(title, "continual pre-training tokens D (characters, log scale)", f"{loss} loss (bits/char)")
+    fig.update_xaxes(type="log")
+    for q, color in zip(curves["ratios"], _ratio_colors(curves["ratios"]), strict=True):
+        fig.add_trace(
+            go.Scatter(
+                x=curves["D"][q],
+                y=curves[loss][q],
+                mode="markers",
+                marker=dict(color=color, size=6),
+                name=f"r = {q:g}",
+                legendgroup=f"{q}",
+                hovertemplate=f"r = {q:g}<br>D = %{{x:,.0f}}<br>measured %{{y:.3f}}<extra></extra>",
+            )
+        )
+        if q in law:
+            fig.add_trace(
+                go.Scatter(
+                    x=curves["D_line"],
+                    y=law[q],
+                    mode="lines",
+                    line=dict(color=color, width=2),
+                    name=f"law, r = {q:g}",
+                    legendgroup=f"{q}",
+                    showlegend=False,
+                    hovertemplate=f"law, r = {q:g}<br>D = %{{x:,.0f}}<br>predicted %{{y:.3f}}<extra></extra>",
+                )
+            )
+    return fig
+
+
+def fig_held_out(result: Result) -> go.Figure:
+    """Predicted against measured domain loss on the held-out points of every split, per predictor."""
+    colors = plot.colors(list(ARMS), method="dcpt")
+    fig = plot.figure(
+        "Held-out domain loss, predicted against measured (click a baseline in the legend to compare)",
+        "measured domain loss (bits/char)",
+        "predicted domain loss (bits/char)",
+    )
+    symbols = {"ratio": "circle", "model": "diamond", "late": "square"}
+    values = np.concatenate([result.held_out[s]["L"] for s in SPLITS])
+    lo, hi = float(values.min()) - 0.05, float(values.max()) + 0.05
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, hi], y=[lo, hi], mode="lines", name="perfect prediction", line=dict(color="#CCCCCC", dash="dot")
+        )
+    )
+    for arm in ARMS:
+        for split in SPLITS:
+            points = result.held_out[split]
+            error = result.metrics[arm][f"rmse_{split}"]
+            fig.add_trace(
+                go.Scatter(
+                    x=points["L"],
+                    y=points["predicted"][arm],
+                    mode="markers",
+                    marker=dict(color=colors[arm], symbol=symbols[split], size=5, opacity=0.7),
+                    name=f"{SHORT_LABELS[arm]}, {split} (RMSE {error:.3f})",
+                    visible=True if arm == "dcpt" else "legendonly",
+                )
+            )
+    fig.update_xaxes(range=[lo, hi])
+    fig.update_yaxes(range=[lo, hi])
+    fig.update_layout(height=640)
+    return fig
+
+
+def fig_choice(result: Result) -> go.Figure:
+    """The decision: the law's predicted general and domain loss of the largest model against r, the measured
+    losses, the limit, and every policy's choice."""
+    c = result.choice
+    colors = plot.colors(["domain", "general"], method="domain")
+    fig = plot.figure(
+        f"The law's ratio r = {c['picks']['law']:g}; the grid's best within the limit r = {c['best']:g}",
+        "domain ratio r of continual pre-training",
+        "loss of the largest model at the last checkpoint (bits/char)",
+    )
+    for loss in ("domain", "general"):
+        fig.add_trace(
+            go.Scatter(
+                x=c["r"],
+                y=c[f"predicted_{loss}"],
+                mode="lines",
+                line=dict(color=colors[loss]),
+                name=f"{loss} loss, law (fitted on the small models)",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=c["grid_r"],
+                y=c[f"actual_{loss}"],
+                mode="markers",
+                marker=dict(color=colors[loss], size=8, symbol="x"),
+                name=f"{loss} loss, measured on the grid",
+            )
+        )
+    for value, name, dash in (
+        (c["limit"], "general-loss limit: (1 + T) × the measured r = 0 run", "dash"),
+        (c["predicted_limit"], "the law's limit: (1 + T) × its predicted r = 0 run", "dot"),
+    ):
+        fig.add_trace(
+            go.Scatter(x=[0, 1], y=[value] * 2, mode="lines", line=dict(color=plot.ORACLE_COLOR, dash=dash), name=name)
+        )
+    y_top = float(max(np.max(c["actual_domain"]), np.max(c["actual_general"])))
+    marks = plot.colors(list(POLICIES), method="law")
+    for k, policy in enumerate(POLICIES):
+        fig.add_trace(
+            go.Scatter(
+                x=[c["picks"][policy]],
+                y=[y_top + 0.04 * (k + 1)],
+                mode="markers",
+                marker=dict(color=marks[policy], size=11, symbol="triangle-down"),
+                name=f"choice: {POLICY_LABELS[policy]}",
+            )
+        )
+    return fig
+
+
+def fig_extrapolation(boundary: Boundary, margin: float | None = None) -> go.Figure:
+    """The boundary (CLAIMS.md §7): the law's RMSE advantage over carry-forward against how far it extrapolates."""
+    fig = fig_boundary(
+        boundary,
+        "The law only pays where it extrapolates: its edge over carrying the last checkpoint forward grows with D",
+        margin=margin,
+        x_title="extrapolation in D: the predicted checkpoint's D over the largest fitted D (log scale)",
+    )
+    fig.update_xaxes(type="log")
+    return fig
