@@ -114,5 +114,8 @@ ARTIFACTS: dict[str, Artifact] = {
         Artifact(
             "jrc_results", ("jrc",), "toyscale.recsys.jrc.results:reference_arrays", "data/recsys/jrc_results.npz"
         ),
+        Artifact(
+            "star_results", ("star",), "toyscale.recsys.star.results:reference_arrays", "data/recsys/star_results.npz"
+        ),
     ]
 }
