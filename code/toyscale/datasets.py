@@ -117,5 +117,11 @@ ARTIFACTS: dict[str, Artifact] = {
         Artifact(
             "star_results", ("star",), "toyscale.recsys.star.results:reference_arrays", "data/recsys/star_results.npz"
         ),
+        Artifact(
+            "fapes_results",
+            ("fapes",),
+            "toyscale.systems.fapes.results:reference_arrays",
+            "data/systems/fapes_results.npz",
+        ),
     ]
 }
