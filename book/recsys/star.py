@@ -58,7 +58,7 @@ from toyscale.core.calibration import load_record, record_table
 from toyscale.recsys import star
 from toyscale.recsys.star import claims as star_claims
 from toyscale.recsys.star import results as committed
-from toyscale.recsys.world import MULTI_DOMAIN, make_domain_log
+from toyscale.recsys.world import make_domain_log
 
 set_threads(1)  # tiny models: one thread is the fastest and keeps results stable
 
@@ -131,7 +131,7 @@ set_threads(1)  # tiny models: one thread is the fastest and keeps results stabl
 # differently the same feature is distributed from domain to domain:
 
 # %%
-small, small_world = make_domain_log(MULTI_DOMAIN, seed=0)
+small, small_world = make_domain_log(star.Config().world, seed=0)
 rows = []
 for d in range(small.n_domains):
     here = small.domain == d
@@ -546,7 +546,7 @@ print(
 #
 # ```{admonition} Solution
 # :class: dropdown
-# `cfg = replace(star.Config(), world=replace(MULTI_DOMAIN, domain_strength=0.0))`, then
+# `cfg = replace(star.Config(), world=replace(star.Config().world, domain_strength=0.0))`, then
 # `[star.topology_gain(cfg, s) for s in (0, 1)]` (the same seeds as the boundary's first
 # row, so the same numbers). With $\rho = 0$ the click functions differ by a bias only, which
 # the shared model's one-hot domain input gives it; the domain weights $W_p$ can only fit

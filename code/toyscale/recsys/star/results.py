@@ -20,8 +20,8 @@ from toyscale.core.boundary import Boundary
 
 from .experiment import ARMS, Config, Result, heterogeneity_boundary, run, sharing_boundary
 
-#: The domain heterogeneity ρ of the boundary sweep, from none to several times the default world's 0.6.
-RHO_POINTS = (0.0, 0.3, 0.6, 1.0, 2.0, 4.0)
+#: The domain heterogeneity ρ of the boundary sweep, from none to four times the default world's 0.6.
+RHO_POINTS = (0.0, 0.3, 0.6, 1.2, 2.4)
 #: Arms the committed runs add to the default ones: an illustration, never a claim's baseline.
 ILLUSTRATIONS = ("star_bn_single",)
 
