@@ -136,10 +136,22 @@ rows = []
 for d in range(small.n_domains):
     here = small.domain == d
     rows.append(
-        [d, here.mean(), small.y[here].mean(), small.X[here, 0].mean(), small.X[here, 0].std()]
+        [
+            d,
+            here.mean(),
+            small.y[here].mean(),
+            small.X[here, 0].mean(),
+            small.X[here, 0].std(),
+        ]
     )
 Table(
-    ["domain", "share of impressions", "click rate", "feature 0: mean", "feature 0: std"],
+    [
+        "domain",
+        "share of impressions",
+        "click rate",
+        "feature 0: mean",
+        "feature 0: std",
+    ],
     rows,
     caption=f"{len(small):,} impressions, seed 0",
 )
@@ -332,7 +344,15 @@ with Stopwatch() as watch:
     live = star.run(replace(config, arms=("shared_pd", "star"), control=False), seed=0)
 reference = committed.reference()
 stored = reference.results[0]
-columns = ["auc_weighted", "auc_smallest", "log_loss", "val_auc", "lr", "epochs", "steps"]
+columns = [
+    "auc_weighted",
+    "auc_smallest",
+    "log_loss",
+    "val_auc",
+    "lr",
+    "epochs",
+    "steps",
+]
 print(f"trained 2 arms at {len(config.learning_rates)} rates in {watch.seconds:.1f} s")
 drift = max(
     abs(live.metrics[arm][c] - stored.metrics[arm][c])
@@ -497,7 +517,11 @@ assert not any(o.fails_strict for o in outcomes), "an expected claim failed"
 for o in outcomes:
     glue(f"{o.claim.id}_status", o.status, display=False)
     if o.verdict.leaves()[0].values:
-        glue(f"{o.claim.id}_delta", float(np.mean(o.verdict.leaves()[0].values)), display=False)
+        glue(
+            f"{o.claim.id}_delta",
+            float(np.mean(o.verdict.leaves()[0].values)),
+            display=False,
+        )
 glue("tally", tally(outcomes).line(), display=False)
 claims_table(outcomes)
 

@@ -187,7 +187,8 @@ def test_every_arm_builds_and_scores_every_row():
         out = star.predict_logits(model, data)
         assert out.shape == (len(log),) and torch.isfinite(out).all()
         # predict_logits sorts the rows by domain and back: the same logits as row by row
-        torch.testing.assert_close(out[:5], torch.stack([model(data["X"][i : i + 1], data["domain"][i : i + 1])[0] for i in range(5)]))
+        row_by_row = [model(data["X"][i : i + 1], data["domain"][i : i + 1])[0] for i in range(5)]
+        torch.testing.assert_close(out[:5], torch.stack(row_by_row))
 
 
 def test_separate_models_learn_only_from_their_domain():
@@ -281,11 +282,11 @@ def test_splits_are_whole_contexts_and_disjoint():
 def test_each_arm_is_chosen_on_validation_within_the_same_budget():
     splits = star.make_splits(TINY.world, TINY, seed=0)
     for arm in ("shared_pd", "star", "separate"):
-        model, choice, path = star.fit_arm(arm, splits, TINY, seed=0)
+        _, choice, path = star.fit_arm(arm, splits, TINY, seed=0)
         assert choice["lr"] in TINY.learning_rates and 1 <= choice["epochs"] <= TINY.max_epochs
         assert choice["steps"] > 0 and 1 <= len(path) <= TINY.max_epochs
     # a one-model arm keeps the best validation score of its chosen rate's path
-    model, choice, path = star.fit_arm("star", splits, TINY, seed=0)
+    _model, choice, path = star.fit_arm("star", splits, TINY, seed=0)
     assert choice["val_auc"] == max(path)
 
 
@@ -331,7 +332,7 @@ def test_the_committed_results_hold_the_claims_and_a_rerun_slice_matches():
     # one arm of seed 0, rerun: the same numbers on the machine that made the file; another CPU's
     # floating point may move a chosen epoch, so the check allows a small drift
     splits = star.make_splits(star.Config().world, star.Config(), 0)
-    model, choice, _ = star.fit_arm("shared_pd", splits, star.Config(), 0)
+    _model, choice, _ = star.fit_arm("shared_pd", splits, star.Config(), 0)
     stored = reference.results[0].metrics["shared_pd"]
     assert choice["val_auc"] == pytest.approx(stored["val_auc"], abs=0.002)
     assert reference.boundary.points[0] == 0.0 and reference.boundary.deltas.shape == (len(committed.RHO_POINTS), 5)

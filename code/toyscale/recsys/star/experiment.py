@@ -30,7 +30,6 @@ from toyscale.recsys.world import MULTI_DOMAIN, DomainLog, WorldConfig, make_dom
 
 from .blocks import STAR, MMoE, SeparateModels, SharedBottom, SharedModel, Standardize, fold_star, mlp_flops, plain_mlp
 
-
 #: The chapter's world: `MULTI_DOMAIN` with a third of its page views (about 20k training impressions), so
 #: that one run of every arm at every rate takes under a minute on one core.
 TOY_WORLD = replace(MULTI_DOMAIN, n_contexts=4000)
