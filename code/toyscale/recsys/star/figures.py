@@ -94,7 +94,7 @@ def fig_grid(results: Sequence[Result], metric: str = "auc_weighted") -> go.Figu
     cells = grid_deltas(results, metric)
     names = list(cells)
     fig = plot.figure(
-        "What carries STAR's lead: per-domain normalization lifts every architecture; the star FCN adds little",
+        "What carries STAR's lead: each architecture with global and with per-domain normalization",
         "architecture",
         f"Δ test {'AUC' if metric == 'auc_weighted' else metric} vs shared model with global normalization",
         barmode="group",
