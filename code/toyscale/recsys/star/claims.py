@@ -14,15 +14,22 @@ from toyscale.core import BASELINE_IN_PLACE, MECHANISM_OFF, Claim, Falsifier, Ve
 
 from .experiment import CONTROL_ARMS, Result, strongest
 
-# Margins and win rules from `python -m toyscale calibrate star` on calibration seeds (the records:
-# calibration/default.json and fast.json beside this module). "q05" / "q95": the 5th / 95th percentile
-# of the means over five-seed windows of those seeds.
-SHARED_MARGIN = 0.001  # placeholder: set from the calibration record
-MULTI_TASK_MARGIN = 0.001  # placeholder
-SEPARATE_MARGIN = 0.001  # placeholder
-TAIL_MARGIN = 0.001  # placeholder
-BN_MARGIN = 0.001  # placeholder
-CONTROL_BAND = 0.002  # placeholder
+# Margins and win rules from `python -m toyscale calibrate star --seeds 12` on calibration seeds 1000–1011 (12
+# seeds: one default run takes about 35 s; the records: calibration/default.json and fast.json beside this
+# module). "q05" / "q95": the 5th / 95th percentile of the means over five-seed windows of those seeds. Every
+# paired check also needs STAR to win on 4 of 5 seeds. Only pn_beats_bn clears the 95 % bar; the others keep
+# the chapter's common margin and are not expected (their reasons say why).
+SHARED_MARGIN = 0.001  # method q05 −0.0001 (default): passes 12 % of windows, not expected; topology_off q95 −0.0034
+MULTI_TASK_MARGIN = 0.001  # method q05 −0.0004: passes 20 % of windows, not expected; mmoe_as_star q95 +0.0011
+SEPARATE_MARGIN = 0.001  # method q05 +0.0014 passes 99 %, but centre_off q95 +0.0031 (fails 17 %): no margin
+# separates STAR from STAR without sharing, so the lead is not credited to sharing (not expected)
+TAIL_MARGIN = 0.001  # method mean +0.0020 ± 0.0155 per seed, q05 −0.0064: passes 23 % of windows, not expected
+BN_MARGIN = 0.001  # method q05 +0.0024 (default), passes 100 % (fast: 90 %); bn_as_star q95 0.0000 and
+# partition_off q95 −0.0339 (default) / −0.0278 (fast): both fail 100 % of windows
+AUX_MARGIN = 0.001  # the other ablation's margin; method q05 −0.0002, q95 +0.0013: not expected
+CONTROL_BAND = 0.003  # at ρ = 0 the window means of Δ lie in [−0.0026, −0.0015] (STAR a little below the shared
+# model): a band of 0.003 holds 99.9 % of windows (0.0025: 90 %). It is wider than the margins, so it says that
+# STAR gains nothing where the domains do not differ, not that it loses nothing there (the boundary shows both)
 FOLD_TOLERANCE = 1e-4  # the folded model's logits may differ from STAR's by float rounding only
 
 #: The forms of each baseline family that the validation split chooses between.
@@ -66,7 +73,7 @@ def _check_pn(results: Sequence[Result]) -> Verdict:
 
 
 def _check_aux(results: Sequence[Result]) -> Verdict:
-    return _versus(results, "star_no_aux", "auc_weighted", 0.0, "Δ AUC (STAR − STAR without the auxiliary net)")
+    return _versus(results, "star_no_aux", "auc_weighted", AUX_MARGIN, "Δ AUC (STAR − STAR without the auxiliary net)")
 
 
 def _check_control(results: Sequence[Result]) -> Verdict:
@@ -97,6 +104,13 @@ CLAIMS = [
             "in the input normalization (global or per domain) its validation score prefers, paired by seed"
         ),
         check=_check_shared,
+        expected=False,
+        reason=(
+            "given per-domain input normalization and its own mixed batches, the shared model with the domain as an "
+            "input fits the toy's domains about as well: STAR's lead over the globally normalized model is "
+            "per-domain normalization (the attribution grid), and its per-domain weights mostly win back what "
+            "single-domain batches cost a shared network (falsifier topology_off)"
+        ),
     ),
     Claim(
         id="beats_multi_task",
@@ -107,6 +121,12 @@ CLAIMS = [
             "the validation split prefers, paired by seed"
         ),
         check=_check_multi_task,
+        expected=False,
+        reason=(
+            "with per-domain input normalization, the gates and towers per domain of MMoE and shared-bottom give "
+            "each domain its own function as the star topology's domain weights do; the difference is within "
+            "the seed-to-seed noise"
+        ),
     ),
     Claim(
         id="beats_separate",
@@ -114,6 +134,12 @@ CLAIMS = [
         statement="STAR beats separate per-domain models, which do not use the other domains' data.",
         metric="weighted per-domain AUC, STAR vs one model per domain, each tuned and stopped on its domain",
         check=_check_separate,
+        expected=False,
+        reason=(
+            "the lead survives with STAR's shared centre frozen at its initial values, each domain learning from "
+            "its own rows only (falsifier centre_off): it comes from training the domains jointly as one model, "
+            "not from sharing weights across domains, so the claim's reason for it is not shown"
+        ),
     ),
     Claim(
         id="tail_beats_separate",
@@ -121,6 +147,12 @@ CLAIMS = [
         statement="Sharing helps the small domains: on the smallest domain STAR beats its own separate model.",
         metric="test AUC of the smallest domain (about 5 % of the data), STAR vs its separate model, paired by seed",
         check=_check_tail,
+        expected=False,
+        reason=(
+            "with its own rates and early stopping on its own validation AUC, the smallest domain's separate model "
+            "is not starved of training, and the seed-to-seed noise of a small domain's AUC is several times what "
+            "sharing adds"
+        ),
     ),
     Claim(
         id="pn_beats_bn",
@@ -166,7 +198,10 @@ CLAIMS = [
     ),
 ]
 
-# What must make each effect fail (CLAIMS.md §5). Each change trains only the arms its claims read.
+# What must make each effect fail (CLAIMS.md §5). Each change trains only the arms its claims read. The
+# falsifiers of the effects that are not expected stay: their calibration records show why those are not
+# credited (centre_off keeps STAR's lead over the separate models without any sharing); the tests run the
+# falsifiers of the expected effects.
 _SHARED_ARMS = ("shared", "shared_pd", "mmoe", "mmoe_pd", "shared_bottom_pd", "star")
 FALSIFIERS = [
     Falsifier(
