@@ -550,7 +550,11 @@ assert not any(o.fails_strict for o in outcomes), "an expected claim failed"
 for o in outcomes:
     glue(f"{o.claim.id}_status", o.status, display=False)
     if o.verdict.leaves()[0].values:
-        glue(f"{o.claim.id}_delta", float(np.mean(o.verdict.leaves()[0].values)), display=False)
+        glue(
+            f"{o.claim.id}_delta",
+            float(np.mean(o.verdict.leaves()[0].values)),
+            display=False,
+        )
 glue("tally", tally(outcomes).line(), display=False)
 expected_effects = [c.id for c in star.CLAIMS if c.kind == "effect" and c.expected]
 glue("expected_effects", ", ".join(expected_effects), display=False)
