@@ -1,9 +1,9 @@
 """The committed results (`data/recsys/star_results.npz`): what the notebook shows but cannot recompute in budget.
 
 Five book seeds of the default configuration (every arm, plus the single-domain-batch batch norm
-that illustrates the failure partitioned normalization fixes) and two sweeps of the domain
-heterogeneity ρ over the same seeds (CLAIMS.md §7): STAR against the shared model, and on the
-smallest domain against its separate model. Rebuild with `python -m toyscale data --rebuild star_results`. The
+that illustrates the failure partitioned normalization fixes) and a sweep of the domain
+heterogeneity ρ over the same seeds (CLAIMS.md §7): STAR against the per-domain-normalized shared
+model. Rebuild with `python -m toyscale data --rebuild star_results`. The
 tests and `reproduce` recompute everything and never read this file; a test reruns a slice and
 compares.
 """
@@ -18,7 +18,7 @@ import numpy as np
 from toyscale.core import BOOK_SEEDS
 from toyscale.core.boundary import Boundary
 
-from .experiment import ARMS, Config, Result, heterogeneity_boundary, run, sharing_boundary
+from .experiment import ARMS, Config, Result, heterogeneity_boundary, run
 
 #: The domain heterogeneity ρ of the boundary sweep, from none to four times the default world's 0.6.
 RHO_POINTS = (0.0, 0.3, 0.6, 1.2, 2.4)
@@ -28,11 +28,10 @@ ILLUSTRATIONS = ("star_bn_single",)
 
 @dataclass
 class Reference:
-    """The committed results, unpacked: per-seed Results (no models) and the two boundaries."""
+    """The committed results, unpacked: per-seed Results (no models) and the boundary."""
 
     results: list[Result]
     boundary: Boundary  # the star topology's gain over the shared model across ρ
-    sharing: Boundary  # the smallest domain's gain over its separate model across ρ
 
 
 def reference_config() -> Config:
@@ -57,7 +56,6 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
         for j, arm in enumerate(ARMS):
             paths[i, j, : len(result.paths[arm])] = result.paths[arm]
     boundary = heterogeneity_boundary(Config(), RHO_POINTS, seeds)
-    sharing = sharing_boundary(Config(), RHO_POINTS, seeds)
     arrays = {
         "seeds": np.asarray(seeds, dtype=np.int64),
         "arms": np.array(arms),
@@ -72,7 +70,6 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
     }
     arrays.update({f"weights_{layer}": w for layer, w in enumerate(results[0].domain_weights)})
     arrays.update({f"boundary_{key}": value for key, value in boundary.as_arrays().items()})
-    arrays.update({f"sharing_{key}": value for key, value in sharing.as_arrays().items()})
     return arrays
 
 
@@ -104,13 +101,10 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
                 serving_flops=dict(zip(("star_folded", "shared"), arrays["serving_flops"][i].tolist(), strict=True)),
             )
         )
-    boundaries = [
-        Boundary.from_arrays(
-            {key.removeprefix(prefix): value for key, value in arrays.items() if key.startswith(prefix)}
-        )
-        for prefix in ("boundary_", "sharing_")
-    ]
-    return Reference(results, *boundaries)
+    boundary = Boundary.from_arrays(
+        {key.removeprefix("boundary_"): value for key, value in arrays.items() if key.startswith("boundary_")}
+    )
+    return Reference(results, boundary)
 
 
 def reference() -> Reference:
