@@ -141,6 +141,9 @@ ARTIFACTS: dict[str, Artifact] = {
             "data/recsys/picasso_results.npz",
         ),
         Artifact(
+            "star_results", ("star",), "toyscale.recsys.star.results:reference_arrays", "data/recsys/star_results.npz"
+        ),
+        Artifact(
             "fapes_results",
             ("fapes",),
             "toyscale.systems.fapes.results:reference_arrays",

@@ -1,17 +1,28 @@
-"""STAR: the building blocks' identities, the folded serving model, bad input, and the claims over 5 seeds."""
+"""STAR: the building blocks' identities, the folded serving model, the protocol, the claims and their falsifiers.
 
-import copy
+The claims are checked on the committed results of the default configuration (book seeds 0–4; a test
+reruns a slice of them). Each falsifier reruns the experiment on `Config.fast()` with its change, and
+the claims it names must then fail. Margins and their falsifiers' failure rates were calibrated on
+seeds 1000–1011 at both configurations (`code/toyscale/recsys/star/calibration/`), apart from these.
+A fit made once in the session is reused by every later run that needs it (`experiment._FITS`), so the
+falsifiers retrain only the arm they change.
+"""
+
 from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
-from toyscale.core.claims import check_results, evaluate, unmet
+from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
+from toyscale.core.claims import EFFECT
 from toyscale.recsys import star
+from toyscale.recsys.star import results as committed
 from toyscale.recsys.world import MULTI_DOMAIN, make_domain_log
 
 torch.set_num_threads(1)
+
+TINY = star.Config(world=replace(MULTI_DOMAIN, n_contexts=600), max_epochs=2, learning_rates=(0.01, 0.03))
 
 
 def _trained_like(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
@@ -75,7 +86,19 @@ def test_partitioned_norm_of_a_mixed_batch_normalizes_each_domain_apart():
         torch.testing.assert_close(together[domain == d], alone)
 
 
-# ------------------------------------------------------------------------------ StarTopologyFCN
+# ------------------------------------------------------------------------------ per-domain layers
+
+
+def test_domain_linear_agrees_on_single_sorted_and_shuffled_batches():
+    weight, bias = torch.randn(3, 4, 5), torch.randn(3, 4)
+    h, domain = torch.randn(12, 5), torch.tensor([2, 0, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2])
+    # out_i = W_{d_i} h_i + b_{d_i}, row by row
+    expected = torch.stack([weight[d] @ h[i] + bias[d] for i, d in enumerate(domain.tolist())])
+    torch.testing.assert_close(star.domain_linear(h, weight, bias, domain), expected)
+    order = torch.argsort(domain, stable=True)
+    torch.testing.assert_close(star.domain_linear(h[order], weight, bias, domain[order]), expected[order])
+    ones = torch.ones(12, dtype=torch.long)
+    torch.testing.assert_close(star.domain_linear(h, weight, bias, ones), h @ weight[1].T + bias[1])
 
 
 def test_star_fcn_starts_as_the_shared_network_in_every_domain():
@@ -111,6 +134,18 @@ def test_a_domains_weights_change_only_that_domain():
     assert not torch.allclose(after[domain == 1], before[domain == 1])
 
 
+def test_freezing_keeps_the_domain_weights_or_the_centre():
+    x, domain, y = torch.randn(32, 4), torch.zeros(32, dtype=torch.long), torch.rand(32)
+    for freeze, frozen in (("freeze_domain_weights", "domain_weight"), ("freeze_centre", "weight")):
+        fcn = star.StarTopologyFCN([4, 6, 1], n_domains=2)
+        getattr(fcn, freeze)()
+        before = [p.detach().clone() for p in getattr(fcn, frozen)]
+        optimizer = torch.optim.Adam([p for p in fcn.parameters() if p.requires_grad], lr=0.1)
+        torch.nn.functional.binary_cross_entropy_with_logits(fcn(x, domain), y).backward()
+        optimizer.step()
+        assert all(torch.equal(a, b) for a, b in zip(before, getattr(fcn, frozen), strict=True))
+
+
 def test_auxiliary_network_gives_one_logit_per_domain():
     aux = star.AuxiliaryNetwork(4)
     out = aux(torch.tensor([0, 2, 0, 2, 3]))
@@ -143,14 +178,17 @@ def test_fold_star_rejects_a_model_in_training_mode_or_not_star():
         star.fold_star(torch.nn.Linear(2, 1))
 
 
-def test_star_model_shapes_and_every_baseline():
+def test_every_arm_builds_and_scores_every_row():
     log = make_domain_log(replace(MULTI_DOMAIN, n_contexts=300), seed=0)[0]
     config = star.Config(hidden=(8, 4))
     data = star.as_tensors(log)
-    for arm in star.ARMS:
+    for arm in star.SPECS:
         model = star.build_model(arm, log, config)
-        out = model(data["X"], data["domain"])
+        out = star.predict_logits(model, data)
         assert out.shape == (len(log),) and torch.isfinite(out).all()
+        # predict_logits sorts the rows by domain and back: the same logits as row by row
+        row_by_row = [model(data["X"][i : i + 1], data["domain"][i : i + 1])[0] for i in range(5)]
+        torch.testing.assert_close(out[:5], torch.stack(row_by_row))
 
 
 def test_separate_models_learn_only_from_their_domain():
@@ -164,14 +202,28 @@ def test_separate_models_learn_only_from_their_domain():
         assert has_grad == (d == 2)
 
 
-def test_domain_batches_hold_one_domain_and_cover_every_row():
-    domain = np.repeat(np.arange(4), [50, 30, 7, 1])
-    batches = list(star.domain_batches(domain, 16, seed=0))
-    for index in batches:
-        assert np.unique(domain[index]).size == 1 and index.size <= 16
-    assert np.array_equal(np.sort(np.concatenate(batches)), np.arange(domain.size))
+def test_batches_cover_every_row_and_never_hold_one_row():
+    domain = np.repeat(np.arange(4), [50, 30, 7, 2])
+    single = list(star.domain_batches(domain, 16, seed=0))
+    for index in single:
+        assert np.unique(domain[index]).size == 1 and 2 <= index.size <= 16
+    assert np.array_equal(np.sort(np.concatenate(single)), np.arange(domain.size))
     again = list(star.domain_batches(domain, 16, seed=0))
-    assert all(np.array_equal(a, b) for a, b in zip(batches, again, strict=True))
+    assert all(np.array_equal(a, b) for a, b in zip(single, again, strict=True))
+    mixed = list(star.mixed_batches(domain.size, 16, seed=0))
+    assert np.array_equal(np.sort(np.concatenate(mixed)), np.arange(domain.size))
+    assert max(b.size for b in mixed) - min(b.size for b in mixed) <= 1
+
+
+@pytest.mark.parametrize("seed", [101, 0])
+def test_no_batch_of_the_default_world_reaches_batch_norm_with_one_row(seed):
+    # seed 101 once crashed `python -m toyscale run star`: a one-row single-domain batch reached BatchNorm
+    config = star.Config()
+    splits = star.make_splits(config.world, config, seed)
+    domain = splits.train.domain
+    sizes = [b.size for b in star.domain_batches(domain, config.batch_size, seed=seed * 1000)]
+    sizes += [b.size for b in star.mixed_batches(domain.size, config.batch_size, seed=seed * 1000)]
+    assert min(sizes) >= 2
 
 
 def test_mlp_flops():
@@ -196,69 +248,110 @@ def test_bad_input_raises_value_error_naming_the_argument():
         next(star.domain_batches(np.zeros(4, dtype=int), 0, seed=0))
     with pytest.raises(ValueError, match="hidden"):
         star.Config(hidden=())
-    with pytest.raises(ValueError, match="epochs"):
-        star.Config(epochs=0)
+    with pytest.raises(ValueError, match="max_epochs"):
+        star.Config(max_epochs=0)
+    with pytest.raises(ValueError, match="learning_rates"):
+        star.Config(learning_rates=())
+    with pytest.raises(ValueError, match="arms"):
+        star.Config(arms=("star", "cross_stitch"))
+    with pytest.raises(ValueError, match="method"):
+        star.Config(method="oracle")
     with pytest.raises(ValueError, match="n_domains"):
         star.Config(world=replace(MULTI_DOMAIN, n_domains=1))
     with pytest.raises(TypeError, match="world"):
         star.Config(world="big")
     with pytest.raises(TypeError, match="config"):
         star.run(config="fast")
-    with pytest.raises(ValueError, match="arms"):
-        star.run(star.Config.fast(), arms=("star", "cross_stitch"))
-    with pytest.raises(ValueError, match="rhos"):
-        star.rho_sweep(star.Config.fast(), rhos=())
+    with pytest.raises(ValueError, match="arm"):
+        star.build_model("cross_stitch", make_domain_log(replace(MULTI_DOMAIN, n_contexts=300))[0], TINY)
 
 
-# ------------------------------------------------------------------------------ the experiment
+# ------------------------------------------------------------------------------ the protocol
 
 
-@pytest.fixture(scope="module")
-def fast_results():
-    return [star.run(star.Config.fast(), seed=s) for s in range(5)]
+def test_splits_are_whole_contexts_and_disjoint():
+    splits = star.make_splits(TINY.world, TINY, seed=0)
+    parts = [set(np.unique(p.context).tolist()) for p in (splits.train, splits.validation, splits.test)]
+    assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
+    total = sum(len(p) for p in parts)
+    assert len(parts[2]) == round(TINY.test_fraction * total)
+    assert len(parts[1]) == round(TINY.validation_fraction * total)
+    assert splits.smallest == int(np.argmin(np.bincount(splits.train.domain)))
 
 
-def test_run_is_complete_and_sane(fast_results):
-    result = fast_results[0]
-    assert set(result.metrics) == {*star.ARMS, "oracle"}
-    for arm in result.metrics:
+def test_each_arm_is_chosen_on_validation_within_the_same_budget():
+    splits = star.make_splits(TINY.world, TINY, seed=0)
+    for arm in ("shared_pd", "star", "separate"):
+        _, choice, path = star.fit_arm(arm, splits, TINY, seed=0)
+        assert choice["lr"] in TINY.learning_rates and 1 <= choice["epochs"] <= TINY.max_epochs
+        assert choice["steps"] > 0 and 1 <= len(path) <= TINY.max_epochs
+    # a one-model arm keeps the best validation score of its chosen rate's path
+    _model, choice, path = star.fit_arm("star", splits, TINY, seed=0)
+    assert choice["val_auc"] == max(path)
+
+
+def test_run_is_deterministic_and_a_falsifier_trains_its_method_under_stars_name():
+    a = star.run(replace(TINY, arms=("shared_pd", "star"), control=False), seed=3)
+    b = star.run(replace(TINY, arms=("shared_pd", "star"), control=False), seed=3)
+    assert a.metrics == b.metrics and set(a.metrics) == {"shared_pd", "star", "oracle"}
+    swapped = star.run(replace(TINY, arms=("shared_pd", "star"), method="shared_pd", control=False), seed=3)
+    assert swapped.metrics["star"] == swapped.metrics["shared_pd"] == a.metrics["shared_pd"]
+    assert a.fold_max_diff < star.FOLD_TOLERANCE and np.isnan(swapped.fold_max_diff)
+
+
+def test_strongest_is_chosen_on_validation():
+    result = star.run(replace(TINY, arms=("shared", "shared_pd"), control=False), seed=1)
+    chosen = star.strongest(result, ("shared", "shared_pd"))
+    assert result.metrics[chosen]["val_auc"] == max(result.metrics[a]["val_auc"] for a in ("shared", "shared_pd"))
+    with pytest.raises(ValueError, match="none of"):
+        star.strongest(result, ("mmoe",))
+
+
+def test_run_is_complete_with_the_control():
+    result = star.run(TINY, seed=0)
+    assert set(result.metrics) == {*star.ARMS, *star.CONTROL_ARMS, "oracle"}
+    for arm in (*star.ARMS, *star.CONTROL_ARMS):
         assert set(result.metrics[arm]) == set(star.METRIC_NAMES)
         assert len(result.domain_auc[arm]) == len(result.train_rows) == 6
-    assert result.train_rows[-1] == min(result.train_rows)  # the last domain is the smallest
-    assert result.metrics["oracle"]["auc_weighted"] > max(result.metrics[a]["auc_weighted"] for a in star.ARMS)
     assert len(result.domain_weights) == 3 and result.domain_weights[0].shape == (6, 64, 12)
-    assert result.fold_max_diff < star.FOLD_TOLERANCE
-
-
-def test_run_is_deterministic():
-    config = star.Config(world=replace(MULTI_DOMAIN, n_contexts=1200), epochs=1)
-    a, b = star.run(config, seed=3, arms=("star",)), star.run(config, seed=3, arms=("star",))
-    assert a.metrics == b.metrics and set(a.metrics) == {"shared", "star", "oracle"}
-
-
-def test_figures_build(fast_results):
-    result = fast_results[0]
-    for fig in (star.fig_domain_auc(result), star.fig_domain_weights(result), star.fig_history(result)):
+    figures = [star.fig_domain_auc(result), star.fig_domain_weights(result), star.fig_paths(result)]
+    figures.append(star.fig_grid([result, star.run(TINY, seed=1)]))
+    for fig in figures:
         assert len(fig.data) >= 2 and fig.layout.title.text
-    sweep = star.RhoSweep(rhos=[0.0, 1.0], gain={"star": [0.01, 0.02]}, smallest_gain={"star": [0.0, 0.0]}, seed=0)
-    assert star.fig_rho_gain(sweep).layout.title.text
     with pytest.raises(ValueError, match="layer"):
         star.fig_domain_weights(result, layer=5)
 
 
-def test_claims_over_five_seeds(fast_results):
-    outcomes = evaluate(star.CLAIMS, lambda config, seed: fast_results[seed], seeds=range(5))
-    assert not unmet(outcomes), unmet(outcomes)
+# ------------------------------------------------------------------------------ the claims
 
 
-def test_a_broken_method_fails_the_claims(fast_results):
-    # STAR with batch norm in place of partitioned normalization, reported as STAR
-    broken = []
-    for result in fast_results:
-        fake = copy.deepcopy(result)
-        fake.metrics["star"] = dict(result.metrics["star_bn"])
-        broken.append(fake)
-    outcomes = {o.claim.id: o for o in check_results(star.CLAIMS, broken, range(5), guard=False)}
-    assert not outcomes["beats_shared"].verdict.passed
-    assert not outcomes["beats_separate"].verdict.passed
-    assert not outcomes["pn_beats_bn"].verdict.passed
+def test_the_committed_results_hold_the_claims_and_a_rerun_slice_matches():
+    reference = committed.reference()
+    assert [r.seed for r in reference.results] == list(BOOK_SEEDS)
+    assert not unmet(check_results(star.CLAIMS, reference.results, BOOK_SEEDS, "star"))
+    # one arm of seed 0, rerun: the same numbers on the machine that made the file; another CPU's
+    # floating point may move a chosen epoch, so the check allows a small drift
+    splits = star.make_splits(star.Config().world, star.Config(), 0)
+    _model, choice, _ = star.fit_arm("shared_pd", splits, star.Config(), 0)
+    stored = reference.results[0].metrics["shared_pd"]
+    assert choice["val_auc"] == pytest.approx(stored["val_auc"], abs=0.002)
+    assert reference.boundary.points[0] == 0.0 and reference.boundary.deltas.shape == (len(committed.RHO_POINTS), 5)
+
+
+def test_every_expected_effect_has_both_falsifiers():
+    for claim in star.CLAIMS:
+        if claim.kind == EFFECT and claim.expected:
+            kinds = {f.kind for f in star.FALSIFIERS if claim.id in f.claims}
+            assert len(kinds) == 2, f"{claim.id} lacks a falsifier: has {kinds}"
+
+
+EXPECTED_EFFECTS = {claim.id for claim in star.CLAIMS if claim.kind == EFFECT and claim.expected}
+
+
+@pytest.mark.parametrize(
+    "falsifier", [f for f in star.FALSIFIERS if EXPECTED_EFFECTS & set(f.claims)], ids=lambda f: f.name
+)
+def test_every_expected_effect_fails_under_its_falsifiers(falsifier):
+    outcomes = falsify(falsifier, star.CLAIMS, star.run, BOOK_SEEDS, star.Config.fast(), "star")
+    expected = [o for o in outcomes if o.claim.id in EXPECTED_EFFECTS]
+    assert expected and not survivors(expected), survivors(expected)

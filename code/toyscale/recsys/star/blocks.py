@@ -10,8 +10,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 NORMS = ("pn", "bn")
-ARMS = ("shared", "separate", "shared_bottom", "mmoe", "star", "star_bn", "star_no_aux")
-METRIC_NAMES = ("auc_weighted", "auc_smallest", "log_loss")
 
 
 def _check_domain(domain: Tensor, n_domains: int) -> None:
@@ -27,8 +25,9 @@ def per_domain(fn: Callable[[Tensor, int], Tensor], h: Tensor, domain: Tensor) -
 
     A training batch holds one domain (one call); a test batch holds several (one call each).
     """
-    if domain.numel() and bool((domain == domain[0]).all()):
-        return fn(h, int(domain[0]))
+    d = _single_domain(domain)
+    if d is not None:
+        return fn(h, d)
     out: Tensor | None = None
     for d in torch.unique(domain).tolist():
         rows = domain == d
@@ -38,6 +37,62 @@ def per_domain(fn: Callable[[Tensor, int], Tensor], h: Tensor, domain: Tensor) -
         out[rows] = part
     assert out is not None, "per_domain needs at least one row"
     return out
+
+
+def _single_domain(domain: Tensor) -> int | None:
+    """The batch's one domain id, or None when the batch mixes domains."""
+    if domain.numel() and bool((domain == domain[0]).all()):
+        return int(domain[0])
+    return None
+
+
+def domain_linear(h: Tensor, weight: Tensor, bias: Tensor, domain: Tensor) -> Tensor:
+    """Row-wise out_i = W_{d_i} h_i + b_{d_i}, with weight (M, out, in) and bias (M, out).
+
+    A single-domain batch is one matrix product. A batch sorted by domain (as `run` feeds mixed
+    batches) is one product per domain on contiguous slices; any other batch computes every
+    domain's product, (M, N, out), and keeps each row's own.
+    """
+    d = _single_domain(domain)
+    if d is not None:
+        return F.linear(h, weight[d], bias[d])
+    if bool((domain[1:] >= domain[:-1]).all()):
+        counts = torch.bincount(domain, minlength=weight.shape[0]).tolist()
+        parts = h.split(counts)
+        return torch.cat([F.linear(part, weight[i], bias[i]) for i, part in enumerate(parts) if part.shape[0]])
+    every = torch.matmul(h.unsqueeze(0), weight.transpose(1, 2))  # (M, N, out)
+    return every[domain, torch.arange(h.shape[0], device=h.device)] + bias[domain]
+
+
+class DomainLinear(nn.Module):
+    """One linear layer per domain, applied row by row: out_i = W_{d_i} h_i + b_{d_i}.
+
+    Each domain's layer has nn.Linear's default initialization, drawn independently.
+    """
+
+    def __init__(self, n_in: int, n_out: int, n_domains: int) -> None:
+        super().__init__()
+        layers = [nn.Linear(n_in, n_out) for _ in range(n_domains)]
+        self.weight = nn.Parameter(torch.stack([layer.weight.detach() for layer in layers]))
+        self.bias = nn.Parameter(torch.stack([layer.bias.detach() for layer in layers]))
+
+    def forward(self, h: Tensor, domain: Tensor) -> Tensor:
+        return domain_linear(h, self.weight, self.bias, domain)
+
+
+class DomainMLP(nn.Module):
+    """One MLP per domain (a tower per domain), ReLU between layers, evaluated row by row."""
+
+    def __init__(self, widths: Sequence[int], n_domains: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(DomainLinear(a, b, n_domains) for a, b in itertools.pairwise(widths))
+
+    def forward(self, h: Tensor, domain: Tensor) -> Tensor:
+        for i, layer in enumerate(self.layers):
+            h = layer(h, domain)
+            if i < len(self.layers) - 1:
+                h = torch.relu(h)
+        return h
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,16 +205,25 @@ class StarTopologyFCN(nn.Module):
     def forward(self, x: Tensor, domain: Tensor) -> Tensor:
         """One logit per row, shape (N,), each row through its own domain's network."""
         _check_domain(domain, self.n_domains)
-        return per_domain(self._domain_forward, x, domain)
-
-    def _domain_forward(self, h: Tensor, d: int) -> Tensor:
-        layers = self.domain_layers(d)
-        for i, (weight, bias) in enumerate(layers):
-            # out = φ((W_d ⊙ W)ᵀ in + b_d + b)
-            h = F.linear(h, weight, bias)
-            if i < len(layers) - 1:
+        h, n_layers = x, len(self.weight)
+        for i in range(n_layers):
+            # out = φ((W_p ⊙ W)ᵀ in + b_p + b), every domain's W_p ⊙ W at once, each row its own
+            weight = self.domain_weight[i] * self.weight[i]
+            bias = self.domain_bias[i] + self.bias[i]
+            h = domain_linear(h, weight, bias, domain)
+            if i < n_layers - 1:
                 h = torch.relu(h)
         return h.squeeze(1)
+
+    def freeze_domain_weights(self) -> None:
+        """Keep every W_p at ones and b_p at zeros: the star topology switched off (a shared network)."""
+        for p in (*self.domain_weight, *self.domain_bias):
+            p.requires_grad_(False)
+
+    def freeze_centre(self) -> None:
+        """Keep the shared W, b at their initial values: only the domains' own W_p, b_p learn (no sharing)."""
+        for p in (*self.weight, *self.bias):
+            p.requires_grad_(False)
 
 
 class AuxiliaryNetwork(nn.Module):
@@ -292,7 +356,7 @@ class Standardize(nn.Module):
         return (X - self.mean[domain]) / self.std[domain]
 
 
-def _mlp(widths: Sequence[int]) -> nn.Sequential:
+def plain_mlp(widths: Sequence[int]) -> nn.Sequential:
     """Linear layers with ReLU between them."""
     modules: list[nn.Module] = []
     for i, (a, b) in enumerate(itertools.pairwise(widths)):
@@ -308,7 +372,7 @@ class SharedModel(nn.Module):
     def __init__(self, standardize: Standardize, n_features: int, n_domains: int, hidden: Sequence[int]) -> None:
         super().__init__()
         self.standardize, self.n_domains = standardize, n_domains
-        self.mlp = _mlp([n_features + n_domains, *hidden, 1])
+        self.mlp = plain_mlp([n_features + n_domains, *hidden, 1])
 
     def forward(self, X: Tensor, domain: Tensor) -> Tensor:
         _check_domain(domain, self.n_domains)
@@ -322,7 +386,7 @@ class SeparateModels(nn.Module):
     def __init__(self, standardize: Standardize, n_features: int, n_domains: int, hidden: Sequence[int]) -> None:
         super().__init__()
         self.standardize, self.n_domains = standardize, n_domains
-        self.mlps = nn.ModuleList(_mlp([n_features, *hidden, 1]) for _ in range(n_domains))
+        self.mlps = nn.ModuleList(plain_mlp([n_features, *hidden, 1]) for _ in range(n_domains))
 
     def forward(self, X: Tensor, domain: Tensor) -> Tensor:
         _check_domain(domain, self.n_domains)
@@ -336,12 +400,12 @@ class SharedBottom(nn.Module):
         super().__init__()
         self.standardize, self.n_domains = standardize, n_domains
         self.bottom = nn.Sequential(nn.Linear(n_features + n_domains, hidden[0]), nn.ReLU())
-        self.towers = nn.ModuleList(_mlp([*hidden, 1]) for _ in range(n_domains))
+        self.towers = DomainMLP([*hidden, 1], n_domains)
 
     def forward(self, X: Tensor, domain: Tensor) -> Tensor:
         _check_domain(domain, self.n_domains)
         h = self.bottom(torch.cat([self.standardize(X, domain), F.one_hot(domain, self.n_domains).float()], dim=1))
-        return per_domain(lambda z, d: self.towers[d](z).squeeze(1), h, domain)
+        return self.towers(h, domain).squeeze(1)
 
 
 class MMoE(nn.Module):
@@ -356,19 +420,15 @@ class MMoE(nn.Module):
         super().__init__()
         self.standardize, self.n_domains = standardize, n_domains
         width = n_features + n_domains
-        self.experts = nn.ModuleList(nn.Sequential(nn.Linear(width, hidden[0]), nn.ReLU()) for _ in range(n_experts))
-        self.gates = nn.ModuleList(nn.Linear(width, n_experts) for _ in range(n_domains))
-        self.towers = nn.ModuleList(_mlp([*hidden, 1]) for _ in range(n_domains))
+        self.n_experts, self.expert_width = n_experts, hidden[0]
+        self.experts = nn.Linear(width, n_experts * hidden[0])  # every expert's layer at once, side by side
+        self.gates = DomainLinear(width, n_experts, n_domains)
+        self.towers = DomainMLP([*hidden, 1], n_domains)
 
     def forward(self, X: Tensor, domain: Tensor) -> Tensor:
         _check_domain(domain, self.n_domains)
         x = torch.cat([self.standardize(X, domain), F.one_hot(domain, self.n_domains).float()], dim=1)
-        experts = torch.stack([expert(x) for expert in self.experts], dim=1)  # (N, E, H)
-
-        def tower(rows: Tensor, d: int) -> Tensor:
-            x_d, experts_d = rows[:, : x.shape[1]], rows[:, x.shape[1] :].reshape(-1, *experts.shape[1:])
-            # h = Σ_e softmax(G_d x)_e · expert_e(x)
-            gate = torch.softmax(self.gates[d](x_d), dim=1)
-            return self.towers[d]((gate[:, :, None] * experts_d).sum(1)).squeeze(1)
-
-        return per_domain(tower, torch.cat([x, experts.flatten(1)], dim=1), domain)
+        experts = torch.relu(self.experts(x)).view(-1, self.n_experts, self.expert_width)  # (N, E, H)
+        # h = Σ_e softmax(G_d x)_e · expert_e(x)
+        gate = torch.softmax(self.gates(x, domain), dim=1)
+        return self.towers((gate[:, :, None] * experts).sum(1), domain).squeeze(1)

@@ -1,90 +1,204 @@
-"""The STAR experiment: the configuration, the run, the claims and the figures."""
+"""The STAR experiment: three splits by page view, every arm tuned and early-stopped on its own validation score.
+
+The protocol (the book's CLAIMS.md, §2–3): the contexts (page views) are split into train, validation
+and test. Every arm gets the same learning-rate grid and the same maximum number of epochs over its
+training rows; at each rate it trains until its validation score has not improved for `patience`
+epochs, and the rate and epoch with the best validation score are kept. The score of a one-model arm
+is its validation AUC per domain, weighted by impressions; each of the separate per-domain models is
+tuned and stopped on its own domain's validation AUC. Each arm trains with the batches it would
+naturally use: STAR on batches of one domain (partitioned normalization needs them), every other arm
+on mixed batches, each separate model on its own domain's rows. Every arm sees the inputs standardized
+per domain where the experiment says so (`_pd` arms, STAR's partitioned normalization, the separate
+models); the plain `shared`, `shared_bottom` and `mmoe` arms and STAR with batch norm see one global
+normalization. The test split is read once per arm, at the end.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import plotly.graph_objects as go
 import torch
 import torch.nn.functional as F
-from plotly.subplots import make_subplots
 from torch import Tensor, nn
 
-from toyscale.core import device, metrics, plot
-from toyscale.core.claims import Claim, Verdict, all_of, paired, per_seed, within
-from toyscale.core.seeding import rng, seed_everything
-from toyscale.core.train import train
-from toyscale.recsys.world import MULTI_DOMAIN, DomainLog, WorldConfig, make_domain_log, split_by_context
+from toyscale.core import EarlyStopping, device, metrics, seed_everything, split_units, train
+from toyscale.core.boundary import Boundary, sweep
+from toyscale.core.seeding import rng
+from toyscale.recsys.world import MULTI_DOMAIN, DomainLog, WorldConfig, make_domain_log
 
-from .blocks import (
-    ARMS,
-    STAR,
-    MMoE,
-    SeparateModels,
-    SharedBottom,
-    SharedModel,
-    Standardize,
-    fold_star,
-    mlp_flops,
+from .blocks import STAR, MMoE, SeparateModels, SharedBottom, SharedModel, Standardize, fold_star, mlp_flops, plain_mlp
+
+#: The chapter's world: `MULTI_DOMAIN` with a third of its page views (about 20k training impressions), so
+#: that one run of every arm at every rate takes under a minute on one core.
+TOY_WORLD = replace(MULTI_DOMAIN, n_contexts=4000)
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """What an arm trains: the model, its input normalization, and the batches it trains on.
+
+    model: 'shared', 'shared_bottom', 'mmoe', 'separate' or 'star'; norm: 'global' or 'domain'
+    (fixed standardization with the training split's statistics, over all rows or per domain) for
+    the baselines, 'pn' or 'bn' for STAR's normalization layer; batches: 'mixed' (rows of every
+    domain), 'single' (one domain per batch) or 'own' (each separate model its own domain's rows);
+    aux: STAR's auxiliary network; topology: STAR's domain weights W_p, b_p trained (else fixed at
+    ones and zeros: a shared network behind PN); centre: STAR's shared W, b trained (else fixed at
+    their initial values: no domain learns from another's data).
+    """
+
+    model: str
+    norm: str
+    batches: str
+    aux: bool = True
+    topology: bool = True
+    centre: bool = True
+
+
+SPECS = {
+    "shared": ArmSpec("shared", "global", "mixed"),
+    "shared_pd": ArmSpec("shared", "domain", "mixed"),
+    "shared_bottom": ArmSpec("shared_bottom", "global", "mixed"),
+    "shared_bottom_pd": ArmSpec("shared_bottom", "domain", "mixed"),
+    "mmoe": ArmSpec("mmoe", "global", "mixed"),
+    "mmoe_pd": ArmSpec("mmoe", "domain", "mixed"),
+    "separate": ArmSpec("separate", "domain", "own"),
+    "star": ArmSpec("star", "pn", "single"),
+    "star_bn": ArmSpec("star", "bn", "mixed"),
+    "star_no_aux": ArmSpec("star", "pn", "single", aux=False),
+    # an illustration, never a claim's baseline: BN trained on single-domain batches, tested with one
+    # blended moving average (the train/test mismatch partitioned normalization removes)
+    "star_bn_single": ArmSpec("star", "bn", "single"),
+    # falsifiers' changes: STAR with its domain weights fixed at W_p = 1, b_p = 0; with its shared centre fixed
+    "star_no_topology": ArmSpec("star", "pn", "single", topology=False),
+    "star_no_centre": ArmSpec("star", "pn", "single", centre=False),
+}
+#: The arms `run` trains by default: the attribution grid ({global, per-domain} × {shared, MMoE, star FCN}),
+#: shared-bottom both ways, the separate models, and STAR's ablation without the auxiliary network.
+ARMS = (
+    "shared",
+    "shared_pd",
+    "shared_bottom_pd",
+    "mmoe",
+    "mmoe_pd",
+    "separate",
+    "star",
+    "star_bn",
+    "star_no_aux",
 )
-
-# ---------------------------------------------------------------------------------------------
-# The experiment
-# ---------------------------------------------------------------------------------------------
+#: What the 'star' arm may train: the method, or a falsifier's change (see claims.FALSIFIERS).
+METHODS = (
+    "star",
+    "star_no_topology",
+    "star_no_centre",
+    "star_bn_single",
+    "star_bn",
+    "shared_pd",
+    "mmoe_pd",
+    "separate",
+)
+#: The attribution grid: (architecture, global-normalization arm, per-domain-normalization arm).
+GRID = (("shared MLP", "shared", "shared_pd"), ("MMoE", "mmoe", "mmoe_pd"), ("star FCN", "star_bn", "star"))
+#: The arms of the negative control, in the world without domain heterogeneity (ρ = 0): name -> what it trains.
+CONTROL_ARMS = {"shared_pd, ρ = 0": "shared_pd", "star, ρ = 0": "star"}
+METRIC_NAMES = ("auc_weighted", "auc_smallest", "log_loss", "val_auc", "lr", "epochs", "steps")
 
 
 @dataclass(frozen=True)
 class Config:
     """Toy defaults for the STAR experiment."""
 
-    world: WorldConfig = field(default_factory=lambda: MULTI_DOMAIN)  # the multi-domain world (6 domains)
-    test_fraction: float = 0.5  # share of contexts held out for evaluation: the world is free to sample, and a
-    # large test set measures the AUC of the small domains precisely (training noise remains)
+    world: WorldConfig = field(default_factory=lambda: TOY_WORLD)  # the multi-domain world (6 domains)
+    validation_fraction: float = 0.15  # share of contexts for choosing rates and epochs
+    test_fraction: float = 0.35  # share of contexts for the final evaluation, read once per arm: large, so the
+    # small domains' AUC is measured precisely (the world is free to sample); half the contexts train
     hidden: tuple[int, ...] = (64, 32)  # hidden widths of every network (STAR's FCN, the shared MLP, ...)
     n_experts: int = 4  # MMoE's experts, each one layer of width hidden[0]
     aux_embedding_dim: int = 4  # width of the domain embedding of STAR's auxiliary network
     aux_hidden: int = 8  # hidden width of the auxiliary network
-    epochs: int = 8  # passes over the training data, the same for every arm; fewer leave the separate
-    # models of the small domains under-trained (they see only their own domain's few batches)
-    batch_size: int = 512  # rows per batch; every batch holds one domain, for every arm
-    lr: float = 0.006  # Adam learning rate
+    max_epochs: int = 40  # every arm's budget in passes over its training rows; each stops at its own best
+    # validation point within it (a separate model of a small domain needs many passes, the others stop early)
+    patience: int = 3  # epochs without a better validation score before an arm stops
+    batch_size: int = 1024  # rows per batch (batches of a domain, or of all, are cut to near-equal sizes)
+    learning_rates: tuple[float, ...] = (0.003, 0.01, 0.03)  # Adam rates: the same grid for every arm and model
     weight_decay: float = 0.0  # Adam weight decay
+    arms: tuple[str, ...] = ARMS  # the arms to train (a falsifier or a sweep trains only those its claims need)
+    method: str = "star"  # what the 'star' arm trains; the falsifiers put a change or a baseline in its place
+    control: bool = True  # also run the negative control (shared_pd and the method in a world with ρ = 0)
+    control_strength: float = 0.0  # ρ of the control's world: every domain clicks by the same function
 
     def __post_init__(self) -> None:
         if not isinstance(self.world, WorldConfig):
             raise TypeError(f"world must be a WorldConfig, got {type(self.world).__name__}")
         if self.world.n_domains < 2:
             raise ValueError(f"world.n_domains must be >= 2 (STAR needs domains), got {self.world.n_domains}")
-        if not 0.0 < self.test_fraction < 1.0:
-            raise ValueError(f"test_fraction must be in (0, 1), got {self.test_fraction}")
+        for name in ("validation_fraction", "test_fraction"):
+            if not 0.0 < getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)}")
+        if self.validation_fraction + self.test_fraction >= 1.0:
+            raise ValueError("validation_fraction + test_fraction must leave contexts to train on")
         if not self.hidden or any(not isinstance(w, int) or w < 1 for w in self.hidden):
             raise ValueError(f"hidden must be a non-empty tuple of positive ints, got {self.hidden!r}")
-        for name in ("n_experts", "aux_embedding_dim", "aux_hidden", "epochs", "batch_size"):
+        for name in ("n_experts", "aux_embedding_dim", "aux_hidden", "max_epochs", "patience", "batch_size"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
-        if not self.lr > 0 or self.weight_decay < 0:
-            raise ValueError(f"lr must be > 0 and weight_decay >= 0, got {self.lr} and {self.weight_decay}")
+        if not self.learning_rates or not all(lr > 0 for lr in self.learning_rates):
+            raise ValueError(f"learning_rates must be a non-empty tuple of positive rates, got {self.learning_rates}")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        unknown = [arm for arm in self.arms if arm not in SPECS]
+        if unknown or not self.arms:
+            raise ValueError(f"arms must be a non-empty subset of {tuple(SPECS)}, got {self.arms}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.control_strength < 0:
+            raise ValueError(f"control_strength must be >= 0 (a weight ρ), got {self.control_strength}")
 
     @classmethod
     def fast(cls) -> Config:
-        """A smaller world for tests and sweeps: a few seconds per seed."""
-        return cls(world=replace(MULTI_DOMAIN, n_contexts=6000))
+        """Half the page views and one learning rate (the default grid's middle one) for every arm, for the
+        falsifier tests: about a fifth of the default's time (training cost falls less than the data)."""
+        return cls(world=replace(TOY_WORLD, n_contexts=2000), learning_rates=(0.01,))
+
+
+@dataclass
+class Splits:
+    """A world's log split by whole page views, with each split's model inputs as tensors."""
+
+    train: DomainLog
+    validation: DomainLog
+    test: DomainLog
+    data: dict[str, dict[str, Tensor]]  # 'train', 'validation', 'test' -> X, domain, y
+    smallest: int  # the domain with the fewest training impressions
+
+
+@dataclass
+class Fit:
+    """One model trained at one rate until its validation score stopped improving."""
+
+    model: nn.Module
+    lr: float
+    epochs: int  # epochs behind the kept weights
+    steps: int  # Adam steps behind the kept weights
+    score: float  # the validation score that chose them
+    path: list[float]  # the validation score after every epoch run
 
 
 @dataclass
 class Result:
     """Everything one run measured.
 
-    metrics[arm][metric]: 'auc_weighted' (per-domain test AUC, weighted by test impressions),
-    'auc_smallest' (the smallest domain's AUC), 'log_loss', for every arm of ARMS and 'oracle';
-    domain_auc[arm]: the test AUC of each domain; train_rows / test_rows: impressions per domain;
-    domain_weights: STAR's learned W_p per layer, (M, out, in) arrays; fold_max_diff: the
-    largest |logit| difference between STAR and its folded serving form on the test set;
-    serving_flops: FLOPs per request of the folded STAR and the shared model; history[arm]:
-    mean training loss per epoch.
+    metrics[arm][metric]: 'auc_weighted' (per-domain test AUC weighted by test impressions),
+    'auc_smallest' (the smallest domain's test AUC), 'log_loss', 'val_auc' (the validation score
+    that chose the arm's rate and epoch), and the 'lr', 'epochs' and 'steps' used (for 'separate':
+    the smallest domain's model's rate and epochs, the steps of all its models), for every arm run,
+    the control's two arms and 'oracle'; domain_auc[arm]: each domain's test AUC;
+    train_rows / test_rows: impressions per domain; paths[arm]: validation score per epoch at the
+    arm's chosen rate (for 'separate', the smallest domain's model); domain_weights: STAR's learned
+    W_p per layer, (M, out, in) arrays; fold_max_diff: the largest |logit| difference between STAR and
+    its folded serving form on the test split; serving_flops: FLOPs per request of a folded STAR
+    network and of the shared model.
     """
 
     config: Config
@@ -93,10 +207,10 @@ class Result:
     domain_auc: dict[str, list[float]]
     train_rows: list[int]
     test_rows: list[int]
-    domain_weights: list[np.ndarray]
-    fold_max_diff: float
-    serving_flops: dict[str, int]
-    history: dict[str, list[float]]
+    paths: dict[str, list[float]] = field(default_factory=dict)
+    domain_weights: list[np.ndarray] = field(default_factory=list)
+    fold_max_diff: float = float("nan")
+    serving_flops: dict[str, int] = field(default_factory=dict)
 
 
 def as_tensors(log: DomainLog, on: torch.device | None = None) -> dict[str, Tensor]:
@@ -108,81 +222,95 @@ def as_tensors(log: DomainLog, on: torch.device | None = None) -> dict[str, Tens
     }
 
 
+def make_splits(world: WorldConfig, config: Config, seed: int) -> Splits:
+    """Draw the world's log and split it by page view into train / validation / test."""
+    log, _ = make_domain_log(world, seed=seed)
+    split = split_units(log.context, validation=config.validation_fraction, test=config.test_fraction, seed=seed)
+    logs = {name: log.subset(getattr(split, name)) for name in ("train", "validation", "test")}
+    counts = np.bincount(logs["train"].domain, minlength=log.n_domains)
+    if counts.min() < 2:
+        raise ValueError(f"every domain needs at least 2 training impressions, got {counts.tolist()}")
+    on = device()
+    data = {name: as_tensors(part, on) for name, part in logs.items()}
+    return Splits(**logs, data=data, smallest=int(np.argmin(counts)))
+
+
+def _cut(rows: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """`rows` cut into ⌈n / batch_size⌉ batches of near-equal size (never a one-row remainder)."""
+    return np.array_split(rows, max(1, -(-rows.size // batch_size)))
+
+
 def domain_batches(domain: np.ndarray, batch_size: int, *, seed: int) -> Iterator[np.ndarray]:
     """Row indices in batches that each hold a single domain, in a shuffled order (STAR's training).
 
-    Each domain's rows are shuffled and cut into batches of `batch_size` (the last may be
-    smaller); then the batches of all domains are shuffled together, so a domain's share of
-    the steps is its share of the data.
+    Each domain's rows are shuffled and cut into batches of at most `batch_size` and near-equal
+    size, so a domain of n ≥ 2 rows never yields a one-row batch; then the batches of all domains
+    are shuffled together, so a domain's share of the steps is its share of the data.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     generator = rng(seed)
     batches = []
     for d in np.unique(domain):
-        rows = generator.permutation(np.flatnonzero(domain == d))
-        batches += [rows[i : i + batch_size] for i in range(0, rows.size, batch_size)]
+        batches += _cut(generator.permutation(np.flatnonzero(domain == d)), batch_size)
     for b in generator.permutation(len(batches)):
         yield batches[b]
 
 
+def mixed_batches(n_rows: int, batch_size: int, *, seed: int) -> Iterator[np.ndarray]:
+    """Row indices 0..n_rows−1 shuffled and cut into batches of near-equal size, domains mixed."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    yield from _cut(rng(seed).permutation(n_rows), batch_size)
+
+
+def _standardize(spec: ArmSpec, log: DomainLog) -> Standardize:
+    """Fixed input standardization with the training split's statistics: global, or one row per domain."""
+    X = torch.as_tensor(log.X, dtype=torch.float32)
+    if spec.norm == "global":
+        return Standardize(X.mean(0, keepdim=True), X.std(0, keepdim=True))
+    rows = [torch.as_tensor(log.domain == d) for d in range(log.n_domains)]
+    return Standardize(torch.stack([X[r].mean(0) for r in rows]), torch.stack([X[r].std(0) for r in rows]))
+
+
 def build_model(arm: str, train_log: DomainLog, config: Config) -> nn.Module:
-    """A fresh model for `arm`; the baselines standardize with the training set's statistics."""
+    """A fresh model for `arm` (a key of SPECS); the baselines standardize with the training split's statistics."""
+    if arm not in SPECS:
+        raise ValueError(f"arm must be one of {tuple(SPECS)}, got {arm!r}")
+    spec = SPECS[arm]
     n_features, m, hidden = train_log.X.shape[1], train_log.n_domains, config.hidden
-    if arm.startswith("star"):
-        return STAR(
+    if spec.model == "star":
+        star = STAR(
             n_features,
             m,
             hidden=hidden,
-            norm="bn" if arm == "star_bn" else "pn",
-            aux=arm != "star_no_aux",
+            norm=spec.norm,
+            aux=spec.aux,
             aux_embedding_dim=config.aux_embedding_dim,
             aux_hidden=config.aux_hidden,
         )
-    X = torch.as_tensor(train_log.X, dtype=torch.float32)
-    if arm == "separate":
-        # each domain's model standardizes with its own domain's statistics
-        rows = [torch.as_tensor(train_log.domain == d) for d in range(m)]
-        standardize = Standardize(torch.stack([X[r].mean(0) for r in rows]), torch.stack([X[r].std(0) for r in rows]))
+        if not spec.topology:
+            star.fcn.freeze_domain_weights()
+        if not spec.centre:
+            star.fcn.freeze_centre()
+        return star
+    standardize = _standardize(spec, train_log)
+    if spec.model == "separate":
         return SeparateModels(standardize, n_features, m, hidden)
-    standardize = Standardize(X.mean(0, keepdim=True), X.std(0, keepdim=True))
-    if arm == "shared":
+    if spec.model == "shared":
         return SharedModel(standardize, n_features, m, hidden)
-    if arm == "shared_bottom":
+    if spec.model == "shared_bottom":
         return SharedBottom(standardize, n_features, m, hidden)
-    if arm == "mmoe":
-        return MMoE(standardize, n_features, m, hidden, config.n_experts)
-    raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
-
-
-def fit_arm(arm: str, train_log: DomainLog, data: dict[str, Tensor], config: Config, seed: int):
-    """Train one arm with the log loss on single-domain batches.
-
-    Every arm starts from the same seed, sees the same batches in the same order for the same
-    number of epochs; separate models see the same batches, each model only its own domain's.
-    """
-    seed_everything(seed)
-    model = build_model(arm, train_log, config).to(data["X"].device)
-
-    def batches(epoch: int):
-        for index in domain_batches(train_log.domain, config.batch_size, seed=seed * 1000 + epoch):
-            index_t = torch.as_tensor(index, device=data["X"].device)
-            yield {key: value[index_t] for key, value in data.items()}
-
-    def loss_fn(model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
-        return F.binary_cross_entropy_with_logits(model(batch["X"], batch["domain"]), batch["y"])
-
-    history = train(
-        model, loss_fn, batches, epochs=config.epochs, lr=config.lr, weight_decay=config.weight_decay, desc=arm
-    ).losses
-    return model, history
+    return MMoE(standardize, n_features, m, hidden, config.n_experts)
 
 
 def predict_logits(model: nn.Module, data: dict[str, Tensor]) -> Tensor:
-    """The model's logits on every row, in eval mode."""
+    """The model's logits on every row, in eval mode (computed with the rows sorted by domain)."""
     model.eval()
+    order = torch.argsort(data["domain"], stable=True)
     with torch.no_grad():
-        return model(data["X"], data["domain"])
+        logits = model(data["X"][order], data["domain"][order])
+    return torch.empty_like(logits).index_copy_(0, order, logits)
 
 
 def evaluate_arm(y: np.ndarray, p: np.ndarray, domain: np.ndarray, smallest: int, n_domains: int):
@@ -197,365 +325,267 @@ def evaluate_arm(y: np.ndarray, p: np.ndarray, domain: np.ndarray, smallest: int
     return scores, per
 
 
-def run(config: Config | None = None, *, seed: int = 0, arms: Sequence[str] = ARMS) -> Result:
-    """Draw the world, train every arm on the same batches, and measure per-domain AUC on held-out contexts.
+def weighted_auc(model: nn.Module, log: DomainLog, data: dict[str, Tensor]) -> float:
+    """Per-domain AUC of the model on `log`, weighted by impressions (the one-model arms' validation score)."""
+    # the impression-weighted mean of per-domain AUCs is the group AUC with domains as the groups
+    return metrics.group_auc(log.y, torch.sigmoid(predict_logits(model, data)).double().cpu().numpy(), log.domain)
 
-    `arms` picks a subset of ARMS (the ρ sweep trains only a few); 'shared' and 'star' are always run.
+
+def _loss(model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+    return F.binary_cross_entropy_with_logits(model(batch["X"], batch["domain"]), batch["y"])
+
+
+def train_at_rate(
+    model: nn.Module,
+    lr: float,
+    rows: np.ndarray,
+    data: dict[str, Tensor],
+    score: Callable[[nn.Module], float],
+    config: Config,
+    seed: int,
+    *,
+    single: bool,
+    desc: str,
+) -> Fit:
+    """Train `model` on the training rows `rows` at rate `lr` until `score(model)` stops improving.
+
+    single: batches of one domain each (STAR's), else mixed batches, their rows sorted by domain
+    (which changes no loss: it lets the per-domain layers work on contiguous slices).
     """
+    path: list[float] = []
+    domain = data["domain"].cpu().numpy()[rows]
+
+    def scored(m: nn.Module) -> float:
+        path.append(score(m))
+        return path[-1]
+
+    def batches(epoch: int):
+        order = seed * 1000 + epoch
+        if single:
+            cut = domain_batches(domain, config.batch_size, seed=order)
+        else:
+            cut = (
+                b[np.argsort(domain[b], kind="stable")] for b in mixed_batches(rows.size, config.batch_size, seed=order)
+            )
+        for index in cut:
+            index_t = torch.as_tensor(rows[index], device=data["X"].device)
+            yield {key: value[index_t] for key, value in data.items()}
+
+    log = train(
+        model,
+        _loss,
+        batches,
+        epochs=config.max_epochs,
+        lr=lr,
+        weight_decay=config.weight_decay,
+        desc=desc,
+        early_stopping=EarlyStopping(scored, patience=config.patience),
+    )
+    return Fit(model, lr, log.best_epoch, log.steps, log.best_score, path)
+
+
+def _best(fits: Sequence[Fit]) -> Fit:
+    """The fit with the best validation score (the first on a tie)."""
+    return max(fits, key=lambda f: f.score)
+
+
+def fit_arm(arm: str, splits: Splits, config: Config, seed: int) -> tuple[nn.Module, dict[str, float], list[float]]:
+    """Train `arm` at every rate of the grid and keep the best validation point.
+
+    Returns the model, its choices ('val_auc', 'lr', 'epochs', 'steps') and its validation path.
+    Every rate starts from the same initial weights and sees the same batches in the same order. The
+    separate arm tunes and stops each domain's model on that domain's validation AUC.
+    """
+    spec = SPECS[arm]
+    train_log, validation = splits.train, splits.validation
+    data, val_data = splits.data["train"], splits.data["validation"]
+    if spec.model == "separate":
+        return _fit_separate(arm, splits, config, seed)
+    rows = np.arange(len(train_log))
+    fits = []
+    for lr in config.learning_rates:
+        seed_everything(seed)
+        model = build_model(arm, train_log, config).to(data["X"].device)
+        score = lambda m: weighted_auc(m, validation, val_data)  # noqa: E731
+        fits.append(
+            train_at_rate(
+                model, lr, rows, data, score, config, seed, single=spec.batches == "single", desc=f"{arm} lr={lr:g}"
+            )
+        )
+    best = _best(fits)
+    choice = {"val_auc": best.score, "lr": best.lr, "epochs": float(best.epochs), "steps": float(best.steps)}
+    return best.model, choice, best.path
+
+
+def _fit_separate(arm: str, splits: Splits, config: Config, seed: int):
+    """One model per domain, each on its own domain's rows, tuned and stopped on its own validation AUC."""
+    train_log, validation = splits.train, splits.validation
+    data, val_data = splits.data["train"], splits.data["validation"]
+    model = build_model(arm, train_log, config).to(data["X"].device)
+    assert isinstance(model, SeparateModels)
+    chosen: list[Fit] = []
+    for d in range(train_log.n_domains):
+        rows = np.flatnonzero(train_log.domain == d)
+        in_val = validation.domain == d
+        val_d = {key: value[torch.as_tensor(in_val, device=value.device)] for key, value in val_data.items()}
+        y_val = validation.y[in_val]
+        fits = []
+        for lr in config.learning_rates:
+            seed_everything(seed * 100 + d)
+            net = _DomainModel(model.standardize, plain_mlp([train_log.X.shape[1], *config.hidden, 1]), d)
+            net = net.to(data["X"].device)
+
+            def score(m: nn.Module, val_d=val_d, y_val=y_val) -> float:
+                return metrics.auc(y_val, torch.sigmoid(predict_logits(m, val_d)).double().cpu().numpy())
+
+            fits.append(
+                train_at_rate(net, lr, rows, data, score, config, seed, single=False, desc=f"{arm} {d} lr={lr:g}")
+            )
+        best = _best(fits)
+        model.mlps[d].load_state_dict(best.model.mlp.state_dict())
+        chosen.append(best)
+    tail = chosen[splits.smallest]
+    choice = {
+        "val_auc": weighted_auc(model, validation, val_data),
+        "lr": tail.lr,
+        "epochs": float(tail.epochs),
+        "steps": float(sum(f.steps for f in chosen)),
+    }
+    return model.eval(), choice, tail.path
+
+
+class _DomainModel(nn.Module):
+    """One separate model in training: domain d's standardization (fixed) and its own MLP."""
+
+    def __init__(self, standardize: Standardize, mlp: nn.Sequential, d: int) -> None:
+        super().__init__()
+        self.standardize, self.mlp, self.d = standardize, mlp, d
+
+    def forward(self, X: Tensor, domain: Tensor) -> Tensor:
+        return self.mlp(self.standardize(X, domain)).squeeze(1)
+
+
+#: Fits made in this process, keyed by everything that determines one (the arm, the world, the training
+#: settings, the seed): a falsifier's rerun or a sweep retrains only what it changes, and gets the very
+#: numbers a fresh fit would (training is deterministic on one CPU thread).
+_FITS: dict[tuple, tuple[nn.Module, dict[str, float], list[float]]] = {}
+
+
+def _fit(arm: str, splits: Splits, world: WorldConfig, config: Config, seed: int):
+    """`fit_arm`, memoised in `_FITS`."""
+    key = (arm, replace(config, world=world, arms=ARMS, method="star", control=False, control_strength=0.0), seed)
+    if key not in _FITS:
+        _FITS[key] = fit_arm(arm, splits, config, seed)
+    return _FITS[key]
+
+
+def _trains(arm: str, config: Config) -> str:
+    """What arm `arm` trains: itself, except that a falsifier's `config.method` replaces STAR's."""
+    return config.method if arm == "star" else arm
+
+
+def _evaluated(model: nn.Module, choice: dict[str, float], splits: Splits) -> tuple[dict[str, float], list[float]]:
+    test = splits.test
+    p = torch.sigmoid(predict_logits(model, splits.data["test"])).double().cpu().numpy()
+    scores, per = evaluate_arm(test.y, p, test.domain, splits.smallest, test.n_domains)
+    return {**scores, **choice}, per
+
+
+def run(config: Config | None = None, *, seed: int = 0) -> Result:
+    """Draw the world, tune and early-stop every arm on validation, and read the test split once per arm."""
     config = config or Config()
     if not isinstance(config, Config):
         raise TypeError(f"config must be a star.Config, got {type(config).__name__}")
-    unknown = [a for a in arms if a not in ARMS]
-    if unknown:
-        raise ValueError(f"arms must be among {ARMS}, got {unknown}")
-    arms = [a for a in ARMS if a in {*arms, "shared", "star"}]
-    log, _ = make_domain_log(config.world, seed=seed)
-    train_log, test_log = split_by_context(log, config.test_fraction, seed=seed)
-    m = log.n_domains
-    train_rows = np.bincount(train_log.domain, minlength=m)
-    smallest = int(np.argmin(train_rows))
-    on = device()
-    train_data, test_data = as_tensors(train_log, on), as_tensors(test_log, on)
-    y, domain = test_log.y, test_log.domain
-
-    scores, domain_auc, history = {}, {}, {}
-    star_model, star_logits = None, None
-    for arm in arms:
-        model, history[arm] = fit_arm(arm, train_log, train_data, config, seed)
-        logits = predict_logits(model, test_data)
-        p = torch.sigmoid(logits).double().cpu().numpy()
-        scores[arm], domain_auc[arm] = evaluate_arm(y, p, domain, smallest, m)
+    splits = make_splits(config.world, config, seed)
+    m = splits.train.n_domains
+    scores: dict[str, dict[str, float]] = {}
+    domain_auc: dict[str, list[float]] = {}
+    paths: dict[str, list[float]] = {}
+    star_model: nn.Module | None = None
+    for arm in config.arms:
+        model, choice, paths[arm] = _fit(_trains(arm, config), splits, config.world, config, seed)
+        scores[arm], domain_auc[arm] = _evaluated(model, choice, splits)
         if arm == "star":
-            star_model, star_logits = model, logits
-    scores["oracle"], domain_auc["oracle"] = evaluate_arm(y, test_log.p_true, domain, smallest, m)
-
-    assert isinstance(star_model, STAR) and star_logits is not None
-    folded = fold_star(star_model)
-    fold_max_diff = float((predict_logits(folded, test_data) - star_logits).abs().max())
-    n_features = log.X.shape[1]
-    return Result(
+            star_model = model
+    test = splits.test
+    scores["oracle"], domain_auc["oracle"] = evaluate_arm(test.y, test.p_true, test.domain, splits.smallest, m)
+    result = Result(
         config=config,
         seed=seed,
         metrics=scores,
         domain_auc=domain_auc,
-        train_rows=train_rows.tolist(),
-        test_rows=np.bincount(domain, minlength=m).tolist(),
-        domain_weights=[w.detach().cpu().numpy() for w in star_model.fcn.domain_weight],
-        fold_max_diff=fold_max_diff,
+        train_rows=np.bincount(splits.train.domain, minlength=m).tolist(),
+        test_rows=np.bincount(test.domain, minlength=m).tolist(),
+        paths=paths,
         serving_flops={
-            "star_folded": mlp_flops([n_features, *config.hidden, 1]),
-            "shared": mlp_flops([n_features + m, *config.hidden, 1]),
+            "star_folded": mlp_flops([test.X.shape[1], *config.hidden, 1]),
+            "shared": mlp_flops([test.X.shape[1] + m, *config.hidden, 1]),
         },
-        history=history,
+    )
+    if isinstance(star_model, STAR):
+        folded = fold_star(star_model.eval())
+        gap = predict_logits(folded, splits.data["test"]) - predict_logits(star_model, splits.data["test"])
+        result.fold_max_diff = float(gap.abs().max())
+        result.domain_weights = [w.detach().cpu().numpy() for w in star_model.fcn.domain_weight]
+    if config.control:
+        world = replace(config.world, domain_strength=config.control_strength)
+        control = make_splits(world, config, seed)
+        for name, arm in CONTROL_ARMS.items():
+            model, choice, _ = _fit(_trains(arm, config), control, world, config, seed)
+            scores[name], domain_auc[name] = _evaluated(model, choice, control)
+    return result
+
+
+def strongest(result: Result, arms: Sequence[str]) -> str:
+    """Of `arms` (those the run trained), the one with the best validation score: the alternative a
+    practitioner would pick without looking at the test split."""
+    present = [arm for arm in arms if arm in result.metrics]
+    if not present:
+        raise ValueError(f"the run trained none of {list(arms)}; it has {list(result.metrics)}")
+    return max(present, key=lambda arm: result.metrics[arm]["val_auc"])
+
+
+def _gain(config: Config, seed: int, baseline: str, metric: str) -> float:
+    """Test `metric` of STAR minus `baseline`'s, each at its own best validation point, in `config.world`."""
+    result = run(replace(config, arms=(baseline, "star"), control=False), seed=seed)
+    return result.metrics["star"][metric] - result.metrics[baseline][metric]
+
+
+def topology_gain(config: Config, seed: int) -> float:
+    """Weighted test AUC of STAR minus the shared model's, both with per-domain normalization."""
+    return _gain(config, seed, "shared_pd", "auc_weighted")
+
+
+def sharing_gain(config: Config, seed: int) -> float:
+    """The smallest domain's test AUC under STAR minus under its own separate model."""
+    return _gain(config, seed, "separate", "auc_smallest")
+
+
+def _across_rho(
+    gain: Callable[[Config, int], float], config: Config, points: Sequence[float], seeds: Sequence[int], name: str
+) -> Boundary:
+    return sweep(
+        lambda rho, seed: gain(replace(config, world=replace(config.world, domain_strength=rho)), seed),
+        points,
+        seeds,
+        parameter="domain heterogeneity ρ",
+        delta_name=name,
     )
 
 
-@dataclass
-class RhoSweep:
-    """Weighted per-domain AUC gain over the shared model, per arm, at each ρ (one seed)."""
+def heterogeneity_boundary(config: Config, points: Sequence[float], seeds: Sequence[int]) -> Boundary:
+    """Where the star topology pays: Δ weighted AUC (STAR − shared, both per-domain normalized) across ρ.
 
-    rhos: list[float]
-    gain: dict[str, list[float]]  # arm -> AUC(arm) − AUC(shared) at each ρ
-    smallest_gain: dict[str, list[float]]  # the same on the smallest domain
-    seed: int
-
-
-def rho_sweep(
-    config: Config | None = None,
-    rhos: Sequence[float] = (0.0, 1.0, 3.0),
-    *,
-    seed: int = 0,
-    arms: Sequence[str] = ("separate", "mmoe", "star"),
-) -> RhoSweep:
-    """Rerun the experiment with the domain strength ρ of the world set to each value of `rhos`."""
-    config = config or Config.fast()
-    if not rhos or any(r < 0 for r in rhos):
-        raise ValueError(f"rhos must be a non-empty sequence of values >= 0, got {rhos!r}")
-    gain: dict[str, list[float]] = {arm: [] for arm in arms}
-    smallest: dict[str, list[float]] = {arm: [] for arm in arms}
-    for rho in rhos:
-        result = run(replace(config, world=replace(config.world, domain_strength=float(rho))), seed=seed, arms=arms)
-        base = result.metrics["shared"]
-        for arm in arms:
-            gain[arm].append(result.metrics[arm]["auc_weighted"] - base["auc_weighted"])
-            smallest[arm].append(result.metrics[arm]["auc_smallest"] - base["auc_smallest"])
-    return RhoSweep(rhos=[float(r) for r in rhos], gain=gain, smallest_gain=smallest, seed=seed)
-
-
-# ---------------------------------------------------------------------------------------------
-# The claims
-# ---------------------------------------------------------------------------------------------
-
-
-# Margins, set from the seed noise of the paired differences (mean ± std over seeds):
-#   default config, 5 seeds: STAR − shared +0.0087 ± 0.0039; − separate +0.0017 ± 0.0012; − STAR with BN
-#   +0.036 ± 0.007; smallest domain − separate +0.005 ± 0.006 (4/5 wins); − MMoE +0.0029 ± 0.0024;
-#   − shared-bottom +0.0037 ± 0.0025; − no aux −0.0002 ± 0.0003.
-#   Config.fast(), 6 seeds: +0.013 ± 0.004; +0.0030 ± 0.0014; +0.046 ± 0.019; smallest +0.018 ± 0.017
-#   (5/6); MMoE +0.0080 ± 0.0022; shared-bottom +0.0096 ± 0.0030; no aux +0.0001 ± 0.0005.
-SHARED_MARGIN = 0.005  # STAR − shared, weighted per-domain AUC (about one seed std)
-SEPARATE_MARGIN = 0.001  # STAR − separate, weighted per-domain AUC (about 0.8 seed std)
-BN_MARGIN = 0.01  # STAR − STAR with batch norm, weighted per-domain AUC
-TAIL_MARGIN = 0.002  # STAR − separate on the smallest domain's AUC
-MMOE_MARGIN = 0.001  # STAR − MMoE and STAR − shared-bottom, weighted per-domain AUC (about 0.4 seed std)
-FOLD_TOLERANCE = 1e-4  # the folded model's logits may differ from STAR's by float rounding only
-
-
-def _check_shared(results: Sequence[Result]) -> Verdict:
-    return paired(
-        per_seed(results, "star", "auc_weighted"),
-        per_seed(results, "shared", "auc_weighted"),
-        margin=SHARED_MARGIN,
-        name="Δ AUC (STAR − shared)",
-    )
-
-
-def _check_separate(results: Sequence[Result]) -> Verdict:
-    return paired(
-        per_seed(results, "star", "auc_weighted"),
-        per_seed(results, "separate", "auc_weighted"),
-        margin=SEPARATE_MARGIN,
-        name="Δ AUC (STAR − separate)",
-    )
-
-
-def _check_pn(results: Sequence[Result]) -> Verdict:
-    return paired(
-        per_seed(results, "star", "auc_weighted"),
-        per_seed(results, "star_bn", "auc_weighted"),
-        margin=BN_MARGIN,
-        name="Δ AUC (STAR − STAR with BN)",
-    )
-
-
-def _check_tail(results: Sequence[Result]) -> Verdict:
-    star, separate = per_seed(results, "star", "auc_smallest"), per_seed(results, "separate", "auc_smallest")
-    return paired(star, separate, margin=TAIL_MARGIN, name="Δ smallest-domain AUC (STAR − separate)")
-
-
-def _check_multi_task(results: Sequence[Result]) -> Verdict:
-    star = per_seed(results, "star", "auc_weighted")
-    return all_of(
-        paired(star, per_seed(results, "mmoe", "auc_weighted"), margin=MMOE_MARGIN, name="Δ AUC (STAR − MMoE)"),
-        paired(
-            star,
-            per_seed(results, "shared_bottom", "auc_weighted"),
-            margin=MMOE_MARGIN,
-            name="Δ AUC (STAR − shared-bottom)",
-        ),
-    )
-
-
-def _check_aux(results: Sequence[Result]) -> Verdict:
-    return paired(
-        per_seed(results, "star", "auc_weighted"),
-        per_seed(results, "star_no_aux", "auc_weighted"),
-        margin=0.0,
-        name="Δ AUC (STAR − no aux)",
-    )
-
-
-def _check_serving(results: Sequence[Result]) -> Verdict:
-    ratio = [r.serving_flops["star_folded"] / r.serving_flops["shared"] for r in results]
-    return all_of(
-        within([r.fold_max_diff for r in results], 0.0, FOLD_TOLERANCE, name="max |logit(folded) − logit(STAR)|"),
-        within(ratio, 0.0, 1.0, name="FLOPs per request, folded STAR / shared model"),
-    )
-
-
-CLAIMS = [
-    Claim(
-        id="beats_shared",
-        kind="effect",
-        statement="One STAR model serves all domains better than one shared model (deployed: CTR +8.0 %).",
-        metric="per-domain test AUC weighted by impressions, STAR vs shared, paired by seed",
-        check=_check_shared,
-    ),
-    Claim(
-        id="beats_separate",
-        kind="effect",
-        statement="STAR beats separate per-domain models, which do not use the other domains' data.",
-        metric="per-domain test AUC weighted by impressions, STAR vs separate, paired by seed",
-        check=_check_separate,
-    ),
-    Claim(
-        id="pn_beats_bn",
-        kind="effect",
-        statement="Partitioned normalization beats batch normalization inside STAR (in the ablations PN matters most).",
-        metric="weighted per-domain AUC, STAR vs STAR with batch norm, paired by seed",
-        check=_check_pn,
-    ),
-    Claim(
-        id="tail_beats_separate",
-        kind="effect",
-        statement="Sharing helps the small domains: on the smallest domain STAR beats its own separate model.",
-        metric="test AUC of the smallest domain (about 5 % of the data), STAR vs separate, paired by seed",
-        check=_check_tail,
-    ),
-    Claim(
-        id="beats_multi_task",
-        kind="effect",
-        statement="STAR beats the multi-task baselines shared-bottom and MMoE.",
-        metric="weighted per-domain AUC, STAR vs MMoE and vs shared-bottom, paired by seed",
-        check=_check_multi_task,
-    ),
-    Claim(
-        id="aux_network_helps",
-        kind="effect",
-        statement="The auxiliary network on the domain indicator improves STAR.",
-        metric="weighted per-domain AUC, STAR vs STAR without the auxiliary network",
-        check=_check_aux,
-        expected=False,
-        reason=(
-            "the toy's auxiliary net sees only the domain indicator, so its logit is a per-domain constant that "
-            "the last layer's domain bias b_p already provides: the two arms differ by less than seed noise"
-        ),
-    ),
-    Claim(
-        id="serving_cost_of_one_model",
-        kind="mechanism",
-        statement="At serving, W_p ⊙ W is precomputed, so STAR costs what one shared model costs.",
-        metric="folded per-domain networks against the trained STAR, and FLOPs per request against the shared model",
-        check=_check_serving,
-    ),
-    Claim(
-        id="online_ctr_rpm",
-        kind="effect",
-        statement="Online A/B test in Alibaba display advertising: CTR +8.0 %, RPM +6.0 %.",
-        metric="none: an online test",
-        check=None,
-        expected=False,
-        needs="an online A/B test with real users, bids and an auction",
-    ),
-]
-
-
-# ---------------------------------------------------------------------------------------------
-# The figures
-# ---------------------------------------------------------------------------------------------
-
-ARM_LABELS = {
-    "shared": "shared model",
-    "separate": "separate per-domain models",
-    "shared_bottom": "shared-bottom",
-    "mmoe": "MMoE",
-    "star": "STAR",
-    "star_bn": "STAR with batch norm",
-    "star_no_aux": "STAR without aux net",
-    "oracle": "oracle (true p)",
-}
-
-
-def _arm_colors() -> dict[str, str]:
-    return plot.colors(list(ARM_LABELS), method=["star", "star_no_aux", "star_bn"])
-
-
-def _domain_names(result: Result) -> list[str]:
-    total = sum(result.train_rows)
-    return [f"domain {d} ({n / total:.0%})" for d, n in enumerate(result.train_rows)]
-
-
-def fig_domain_auc(result: Result, arms: Sequence[str] | None = None) -> go.Figure:
-    """Test AUC of every domain for each arm (bars) and the oracle (markers)."""
-    arms = [a for a in (arms or ARMS) if a in result.domain_auc]
-    colors, names = _arm_colors(), _domain_names(result)
-    fig = plot.figure(
-        "Per-domain AUC: STAR is at or near the top in every domain, the shared model at the bottom",
-        "domain (share of the training impressions)",
-        "test AUC",
-        barmode="group",
-    )
-    for arm in arms:
-        fig.add_trace(
-            go.Bar(
-                x=names,
-                y=result.domain_auc[arm],
-                name=ARM_LABELS[arm],
-                marker_color=colors[arm],
-                hovertemplate="%{x}: AUC %{y:.4f}<extra>%{fullData.name}</extra>",
-            )
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=names,
-            y=result.domain_auc["oracle"],
-            mode="markers",
-            name=ARM_LABELS["oracle"],
-            marker=dict(color=colors["oracle"], symbol="line-ew-open", size=28, line=dict(width=2)),
-        )
-    )
-    every = [v for arm in [*arms, "oracle"] for v in result.domain_auc[arm]]
-    fig.update_yaxes(range=[min(every) - 0.01, max(every) + 0.005])
-    return fig
-
-
-def fig_rho_gain(sweep: RhoSweep) -> go.Figure:
-    """Weighted per-domain AUC gain over the shared model against the domain strength ρ."""
-    colors = _arm_colors()
-    fig = plot.figure(
-        "The more the domains differ (larger ρ), the more a domain-aware model gains over the shared one",
-        "domain strength ρ (weight of each domain's own click function)",
-        "AUC − AUC(shared model), weighted over domains",
-    )
-    for arm, gains in sweep.gain.items():
-        fig.add_trace(
-            go.Scatter(x=sweep.rhos, y=gains, mode="lines+markers", name=ARM_LABELS[arm], line=dict(color=colors[arm]))
-        )
-    fig.add_hline(y=0.0, line=dict(color="#BBBBBB", dash="dot"))
-    return fig
-
-
-def fig_domain_weights(result: Result, layer: int = 0) -> go.Figure:
-    """Heat maps of STAR's learned domain weights W_p of one layer, one panel per domain.
-
-    W_p started at 1 everywhere: what is left of 1 is what domain p changed of the shared layer.
+    ρ (the world's domain strength) weighs each domain's own click function g_d against the shared
+    one f. At ρ = 0 every domain clicks by the same function up to a bias, which the shared model's
+    domain input already gives it: the star topology has nothing to add there (CLAIMS.md §7).
     """
-    weights = result.domain_weights
-    if not isinstance(layer, int) or not 0 <= layer < len(weights):
-        raise ValueError(f"layer must be an int in [0, {len(weights)}), got {layer!r}")
-    w = weights[layer]
-    m = w.shape[0]
-    cols = min(3, m)
-    rows = math.ceil(m / cols)
-    names = _domain_names(result)
-    spread = float(max(np.abs(w - 1.0).max(), 1e-6))
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.04, vertical_spacing=0.1)
-    for d in range(m):
-        fig.add_trace(
-            go.Heatmap(
-                z=w[d],
-                zmin=1.0 - spread,
-                zmax=1.0 + spread,
-                colorscale="RdBu_r",
-                showscale=d == 0,
-                colorbar=dict(title="W_p"),
-                hovertemplate="unit %{y}, input %{x}: W_p = %{z:.3f}<extra>" + names[d] + "</extra>",
-            ),
-            row=d // cols + 1,
-            col=d % cols + 1,
-        )
-    fig.update_layout(
-        template="toyscale",
-        title=f"Learned domain weights W_p of layer {layer + 1}: every domain reshapes the shared layer its own way",
-        height=260 * rows + 120,
-    )
-    fig.update_xaxes(title_text="input unit", showgrid=False)
-    fig.update_yaxes(title_text="output unit", showgrid=False, autorange="reversed")
-    return fig
+    return _across_rho(topology_gain, config, points, seeds, "Δ AUC (STAR − shared, per-domain normalized)")
 
 
-def fig_history(result: Result) -> go.Figure:
-    """Mean training log loss per epoch for every arm."""
-    colors = _arm_colors()
-    fig = plot.figure("Training loss per epoch", "epoch", "mean training log loss")
-    for arm, losses in result.history.items():
-        fig.add_trace(
-            go.Scatter(
-                x=list(range(1, len(losses) + 1)),
-                y=losses,
-                mode="lines+markers",
-                name=ARM_LABELS[arm],
-                line=dict(color=colors[arm]),
-            )
-        )
-    return fig
+def sharing_boundary(config: Config, points: Sequence[float], seeds: Sequence[int]) -> Boundary:
+    """Where sharing pays the smallest domain: Δ its test AUC (STAR − its separate model) across ρ.
+
+    The more the domains' click functions differ, the less the small domain can borrow from the others.
+    """
+    return _across_rho(sharing_gain, config, points, seeds, "Δ smallest-domain AUC (STAR − separate)")
