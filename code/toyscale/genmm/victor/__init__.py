@@ -117,6 +117,7 @@ from .experiment import (
     retrieval_metrics,
     run,
     segments_boundary,
+    twin_accuracy,
 )
 from .figures import (
     ARM_LABELS,
@@ -146,9 +147,11 @@ from .model import (
 from .results import (
     SEGMENT_POINTS,
     Reference,
+    pack,
     reference,
     reference_arrays,
     reference_from_arrays,
+    segment_sweep,
     video_reference_arrays,
 )
 from .training import (
@@ -264,6 +267,7 @@ __all__ = [
     "order_gain",
     "order_loss",
     "order_oracle_scores",
+    "pack",
     "pass_cost",
     "pooled_features",
     "queue_alignment_loss",
@@ -277,6 +281,7 @@ __all__ = [
     "retrieval_ranks",
     "run",
     "scramble_captions",
+    "segment_sweep",
     "segments_boundary",
     "shuffle_caption",
     "solved_fraction",
@@ -284,6 +289,7 @@ __all__ = [
     "tokenize",
     "train_arm",
     "training_losses",
+    "twin_accuracy",
     "video_reference_arrays",
     "weights",
 ]

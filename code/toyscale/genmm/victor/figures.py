@@ -113,7 +113,12 @@ def fig_group6_curves(results: Sequence[Result], arms: Sequence[str] | None = No
 
 def fig_attribution(results: Sequence[Result], metric: str = "group6") -> go.Figure:
     """One bar per attribution row (each proxy task alone, all three, with queues): mean ± sd over seeds."""
-    names = {"group6": "test group-6 accuracy", "twin_r1": "twin-gallery R@1", "r1": "test R@1"}
+    names = {
+        "group6": "test group-6 accuracy",
+        "twin6": "twin order accuracy",
+        "twin_r1": "twin-gallery R@1",
+        "r1": "test R@1",
+    }
     if metric not in names:
         raise ValueError(f"metric must be one of {sorted(names)}, got {metric!r}")
     arms = [arm for arm in ATTRIBUTION if arm in results[0].metrics]
@@ -134,7 +139,7 @@ def fig_attribution(results: Sequence[Result], metric: str = "group6") -> go.Fig
             showlegend=False,
         )
     )
-    if metric == "group6":
+    if metric in ("group6", "twin6"):
         fig.add_hline(y=chance(results), line=dict(color="#999999", dash="dot"), annotation_text="chance")
     fig.update_layout(height=480)
     return fig

@@ -20,8 +20,8 @@ from .data import caption
 from .experiment import ORACLES, Result, evaluation_sets, order_gain, run
 from .training import Config
 
-#: Segments per video of the boundary sweep: from one (no order at all) to one frame per segment.
-SEGMENT_POINTS = (1, 2, 3, 4, 6)
+#: Segments per video of the boundary sweep: from one (no order at all) to four.
+SEGMENT_POINTS = (1, 2, 3, 4)
 
 
 @dataclass
@@ -33,13 +33,33 @@ class Reference:
 
 
 def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]:
-    """Run the default configuration on `seeds`, sweep the segments, and pack what the notebook shows.
-
-    metrics (seeds, rows, metric names), NaN where a row has no such metric; curves (seeds, arms,
-    3, points): compute, validation group-6 and validation R@1, NaN-padded; seed 0's example videos.
-    """
+    """Run the default configuration on `seeds`, sweep the segments on the same seeds, and pack both."""
     config = Config()
     results = [run(config, seed=s) for s in seeds]
+    return pack(results, segment_sweep(results))
+
+
+def segment_sweep(results: Sequence[Result], points: Sequence[int] = SEGMENT_POINTS) -> Boundary:
+    """The boundary over segments on the seeds of `results`; their own gain is the default point."""
+    config = results[0].config
+    known = {r.seed: r.metrics["frame_order"]["group6"] - r.metrics["cooccur"]["group6"] for r in results}
+    return sweep(
+        lambda k, seed: known[seed] if k == config.segments else order_gain(replace(config, segments=int(k)), seed),
+        points,
+        [r.seed for r in results],
+        parameter="segments per video k",
+        delta_name="Δ group-6 (frame order − co-occurrence)",
+    )
+
+
+def pack(results: Sequence[Result], boundary: Boundary) -> dict[str, np.ndarray]:
+    """The arrays of the committed file.
+
+    metrics (seeds, rows, metric names), NaN where a row has no such metric; curves (seeds, arms,
+    3, points): compute, validation group-6 and validation R@1, NaN-padded; seed 0's example videos;
+    the boundary's arrays under 'boundary_'.
+    """
+    config = results[0].config
     rows = [*config.arms, *ORACLES]
     names = sorted({name for r in results for row in rows for name in r.metrics[row]})
     metrics = np.full((len(results), len(rows), len(names)), np.nan)
@@ -53,17 +73,9 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
         for a, arm in enumerate(config.arms):
             series = np.array(result.curves[arm], dtype=np.float64)
             curves[i, a, :, : series.shape[1]] = series
-    known = {r.seed: r.metrics["frame_order"]["group6"] - r.metrics["cooccur"]["group6"] for r in results}
-    boundary = sweep(
-        lambda k, seed: known[seed] if k == config.segments else order_gain(replace(config, segments=int(k)), seed),
-        SEGMENT_POINTS,
-        seeds,
-        parameter="segments per video k",
-        delta_name="Δ group-6 (frame order − co-occurrence)",
-    )
     examples = results[0].examples
     arrays = {
-        "seeds": np.asarray(seeds, dtype=np.int64),
+        "seeds": np.array([r.seed for r in results], dtype=np.int64),
         "arms": np.array(config.arms),
         "rows": np.array(rows),
         "metric_names": np.array(names),
