@@ -325,17 +325,19 @@ TINY = victor.Config(
 )
 
 
-def test_run_is_deterministic_and_checkpoints_are_chosen_on_validation():
+def test_run_is_deterministic_and_checkpoints_are_chosen_on_validation(pools):
     first, second = victor.run(TINY, seed=3), victor.run(TINY, seed=3)
     assert first.metrics == second.metrics and first.curves == second.curves
+    sets = victor.evaluation_sets(TINY, seed=3)
     for arm in TINY.arms:
-        compute, group6, r1 = first.curves[arm]
-        steps = first.metrics[arm]["steps"]
-        assert compute[0] == 0 and abs(compute[-1] - TINY.budget_steps) <= 1
-        # each checkpoint is the first best validation point of its own score
-        at = np.round(np.array(compute) * steps / compute[-1]).astype(int).tolist()
-        assert first.metrics[arm]["order_steps"] == at[int(np.argmax(group6))]
-        assert first.metrics[arm]["retrieval_steps"] == at[int(np.argmax(r1))]
+        lr = victor.learning_rate(arm, TINY, "order")
+        trained = victor.train_arm(arm, pools.train, (sets.validation_group, sets.validation_gallery), TINY, 3, lr)
+        assert trained.curve_compute[0] == 0 and abs(trained.curve_compute[-1] - TINY.budget_steps) <= 1
+        # each checkpoint is the first best validation point of its own score, within the same budget
+        assert trained.order.step == trained.curve_steps[int(np.argmax(trained.curve_group6))]
+        assert trained.retrieval.step == trained.curve_steps[int(np.argmax(trained.curve_r1))]
+        assert trained.curve_steps[-1] == trained.steps == victor.arm_steps(arm, TINY.budget_steps)
+        assert first.metrics[arm]["order_steps"] == trained.order.step
 
 
 def test_evaluation_sets_read_validation_and_test_images_only(pools):

@@ -203,12 +203,11 @@ class Config:
 
     @classmethod
     def fast(cls) -> Config:
-        """For tests: a third of the budget, smaller evaluation sets, only the arms the tests check, and
-        every arm at one rate (0.01, the rate most arms chose on validation), so each arm trains once."""
+        """For tests: half the budget, smaller evaluation sets, only the arms the tests check, and every
+        arm at one rate (0.01, the rate most arms chose on validation), so each arm trains once."""
         return cls(
-            budget_steps=60,
+            budget_steps=100,
             lr=1e-2,
-            eval_every=15,
             validation_groups=60,
             validation_gallery=60,
             test_groups=150,
@@ -264,6 +263,7 @@ class TrainedArm:
     steps: int
     order: Checkpoint
     retrieval: Checkpoint
+    curve_steps: list[int]  # the arm's steps at each validation measurement
     curve_compute: list[int]  # compute-equivalent steps (of the Victor arm) at each measurement
     curve_group6: list[float]  # validation group-6 accuracy
     curve_r1: list[float]  # validation R@1
@@ -474,4 +474,4 @@ def train_arm(
         if keys is not None:
             queue.push(*keys, torch.as_tensor(batch.caption_id, device=queue.video.device))
     model.eval()
-    return TrainedArm(model, steps, best["order"], best["retrieval"], curve_compute, curve_group6, curve_r1)
+    return TrainedArm(model, steps, best["order"], best["retrieval"], eval_steps, curve_compute, curve_group6, curve_r1)
