@@ -114,5 +114,11 @@ ARTIFACTS: dict[str, Artifact] = {
         Artifact(
             "jrc_results", ("jrc",), "toyscale.recsys.jrc.results:reference_arrays", "data/recsys/jrc_results.npz"
         ),
+        Artifact(
+            "fapes_results",
+            ("fapes",),
+            "toyscale.systems.fapes.results:reference_arrays",
+            "data/systems/fapes_results.npz",
+        ),
     ]
 }
