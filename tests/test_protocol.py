@@ -21,7 +21,6 @@ RE_AUDIT_PENDING = {
     "ddk",
     "dcpt",
     "badiff",
-    "victor",
     "combatvla",
     "c4",
     "fangorn",

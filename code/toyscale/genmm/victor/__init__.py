@@ -51,7 +51,16 @@ reorderings: contrastive training on reordered hard negatives, defined by the ca
 is the group-6 test's own format run on training images. The twin gallery is the test that
 is not its twin.
 
-**What the toy finds.** (written from the calibration record)
+**What the toy finds** (the calibration record and the book's seeds agree). One task carries the
+order gain: frame ordering, contrastive training on the video's own segments reordered, raises
+group-6 far over co-occurrence at equal compute, and the gain holds among separate twin videos,
+out of the task's format. The full Victor beats co-occurrence on group-6 only through it: sentence
+order (in the cross encoder) and masked frames leave group-6 where co-occurrence has it or lower,
+and bundled with frame ordering they dilute it, so the tasks do not add up. The order tasks cost
+retrieval: at the Victor arm's own steps co-occurrence alone retrieves better (the paper's
+"conflicts", present here and not resolved by the queue), and Victor does not beat co-occurrence
+at retrieval. Trained on captions in random digit order, the frame-order arm sits at chance; with
+one segment per video there is no order and no gain.
 
 **What it drops.** Real video, a learned visual backbone, Chinese word segmentation, the
 frame queue (inter-video negatives are the other videos of the batch), the downstream

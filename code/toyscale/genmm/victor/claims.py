@@ -29,13 +29,17 @@ from toyscale.core import (
 from .data import layout
 from .experiment import Result
 
-# Margins and win rules from `python -m toyscale calibrate victor --seeds 12` on calibration seeds
-# 1000–1011, default config and --fast (the records: calibration/default.json and fast.json beside
-# this package). "q05" / "q95": the 5th / 95th percentile of the means over five-seed windows.
-GROUP6_MARGIN = 0.1  # placeholder until calibrated
-TWIN_MARGIN = 0.02  # placeholder until calibrated
-CONTROL_BAND = 0.03  # placeholder until calibrated
-CONFLICT_TOLERANCE = 0.02  # placeholder until calibrated
+# Margins and bands from `python -m toyscale calibrate victor --seeds 12` on calibration seeds 1000–1011
+# (a default run trains eight arms, over a minute, so 12 seeds, not 20), default config and --fast (the
+# records: calibration/default.json and fast.json beside this package). "q05" / "q95": the 5th / 95th
+# percentile of the means over five-seed windows; every margin lies between the falsifiers' q95 and the
+# method's q05, and every win rule is the default (the method ahead on 4 of 5 seeds).
+GROUP6_MARGIN = 0.1  # calibrate victor: frame order q05 0.318 (default) / FO_FAST (fast), Victor q05 0.195 / VI_FAST; falsifiers' q95 at most 0.020 / FA_FAST
+TWIN_MARGIN = 0.1  # calibrate victor: frame order q05 0.293 (default) / TW_FAST (fast); falsifiers' q95 at most 0.018 / TF_FAST
+CONTROL_BAND = 0.03  # calibrate victor: window means of the control's group-6 − chance in [−0.020, 0.010] (default) / CB_FAST (fast)
+# The R@1 loss that still counts as "no conflict": one caption in fifty of the gallery. Calibration: the loss
+# against co-occurrence at Victor's steps has q05 0.142 (default), far above it, so the claim is not expected.
+CONFLICT_TOLERANCE = 0.02
 EXACT = 1e-9  # a mechanism's value is exact: chance to within rounding
 
 
@@ -126,6 +130,12 @@ CLAIMS = [
         statement="Masked sentence-order modeling teaches order (here with the video, captions without order words).",
         metric="test group-6 accuracy, + sentence order (in the cross encoder) vs co-occurrence only",
         check=lambda results: _gain(results, "sentence_order", "cooccur", "group6", GROUP6_MARGIN),
+        expected=False,
+        reason=(
+            "Sentence order is classified in the cross encoder, beside the video; group-6 scores the unimodal "
+            "pooled features, and nothing carries the cross encoder's binding of caption positions to frame "
+            "positions into them, so the pooled features stay as order-blind as co-occurrence's."
+        ),
     ),
     Claim(
         id="masked_frame_raises_group6",
@@ -133,6 +143,12 @@ CLAIMS = [
         statement="Intra- and inter-video masked frame modeling teaches the video's structure, and with it order.",
         metric="test group-6 accuracy, + masked frames vs co-occurrence only",
         check=lambda results: _gain(results, "masked_frame", "cooccur", "group6", GROUP6_MARGIN),
+        expected=False,
+        reason=(
+            "Predicting a masked frame's feature against the other frames teaches what a frame looks like in "
+            "its video, not which segment comes where: no term sets a caption against a reordered video, so "
+            "group-6 stays at co-occurrence's level or below, and the arm spends its compute off alignment."
+        ),
     ),
     Claim(
         id="tasks_add_up",
@@ -140,6 +156,12 @@ CLAIMS = [
         statement="Victor's proxy tasks work together: the full set understands order better than one task alone.",
         metric="test group-6 accuracy, Victor vs its frame-order task alone, equal compute",
         check=lambda results: _gain(results, "victor", "frame_order", "group6", 0.0),
+        expected=False,
+        reason=(
+            "At equal compute the bundle gives the one task that teaches order, frame ordering, fewer steps and "
+            "shares every update with tasks that teach none (sentence order, masked frames) and with the queue, "
+            "so the other tasks dilute frame ordering instead of adding to it."
+        ),
     ),
     Claim(
         id="no_alignment_conflict",
@@ -152,6 +174,12 @@ CLAIMS = [
             "test R@1 lost by Victor against co-occurrence trained for the same number of steps, at most the tolerance"
         ),
         check=_check_conflict,
+        expected=False,
+        reason=(
+            "The order tasks compete with alignment for the same pooled features and steps: at the Victor arm's "
+            "own number of steps co-occurrence alone retrieves better, so the conflict the paper names is "
+            "present in the toy, and the momentum queue does not resolve it."
+        ),
     ),
     Claim(
         id="queue_helps_retrieval",
@@ -159,6 +187,12 @@ CLAIMS = [
         statement="Alignment against momentum queues (many stored negatives) retrieves better than in-batch alone.",
         metric="test R@1, Victor vs the same tasks without queues, the same alignment weight",
         check=lambda results: _gain(results, "victor", "order_tasks", "r1", 0.0),
+        expected=False,
+        reason=(
+            "The queue's keys come from a momentum encoder trailing a model that moves fast over a few hundred "
+            "steps, and mostly hold easy negatives (other digit sets); with half the alignment weight moved onto "
+            "them they do not retrieve better than in-batch alignment at this scale."
+        ),
     ),
     Claim(
         id="victor_retrieval_over_cooccur",
@@ -166,6 +200,12 @@ CLAIMS = [
         statement="Victor beats co-occurrence pre-training (VideoBERT, UniVL) on downstream tasks such as retrieval.",
         metric="test R@1 over a gallery of test videos with distinct captions, Victor vs co-occurrence, equal compute",
         check=lambda results: _gain(results, "victor", "cooccur", "r1", 0.0),
+        expected=False,
+        reason=(
+            "Retrieval over distinct captions needs only which digits a video shows; co-occurrence spends every "
+            "step of the budget on alignment, while Victor spends the same compute on fewer steps and on tasks "
+            "that compete with alignment (the conflict claim); the paper's downstream tasks are not in the toy."
+        ),
     ),
     Claim(
         id="shuffled_captions_at_chance",

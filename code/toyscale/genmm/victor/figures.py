@@ -85,7 +85,7 @@ def fig_group6_curves(results: Sequence[Result], arms: Sequence[str] | None = No
         raise ValueError(f"arms {unknown} are not in the results; choose from {sorted(results[0].curves)}")
     colors = arm_colors()
     fig = plot.figure(
-        "Group-6 climbs with the frame-order task; the other tasks and co-occurrence stay low",
+        "Validation group-6 during training, each arm at the same compute",
         "compute (steps of the Victor arm with the same token-layer passes)",
         "validation group-6 accuracy",
     )
@@ -125,7 +125,7 @@ def fig_attribution(results: Sequence[Result], metric: str = "group6") -> go.Fig
     values = np.array([[r.metrics[arm][metric] for r in results] for arm in arms])
     colors = arm_colors()
     fig = plot.figure(
-        f"The frame-order task carries the order gain ({names[metric]}, equal compute)",
+        f"Each proxy task alone and together: {names[metric]}, equal compute",
         "",
         names[metric],
     )
