@@ -424,9 +424,11 @@ victor.fig_attribution(results).show()
 # The frame-order task can only teach what there is to order. With one segment per video
 # there is no order at all: a question holds a single candidate, every arm scores 1 and the
 # gain is zero. With $k$ segments a question holds $\min(k!, 6)$ orders (chance $1/2$ at
-# $k = 2$, $1/6$ from $k = 3$), and the more segments, the more a caption's order says. The
-# sweep reruns co-occurrence and the frame-order arm under the same protocol at each $k$ on
-# the five book seeds, and plots the paired difference in test group-6 accuracy, mean ± sd:
+# $k = 2$, $1/6$ from $k = 3$). More segments mean more order to learn, but also more
+# candidate orders to tell apart and, at the same compute, no more steps to learn them in.
+# The sweep reruns co-occurrence and the frame-order arm under the same protocol at each $k$
+# on the five book seeds, and plots the paired difference in test group-6 accuracy, mean ±
+# sd; look at where it is zero, where it peaks, and what happens past the default $k = 3$:
 
 # %%
 fig_boundary(

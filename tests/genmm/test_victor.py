@@ -353,10 +353,11 @@ def fast_results():
     return [victor.run(victor.Config.fast(), seed=s) for s in FAST_SEEDS]
 
 
+# victor_raises_group6 is left to `reproduce`: at the fast budget (100 steps at one rate) the full
+# bundle does not learn order yet (calibration/fast.json), while frame order alone does
 FAST_CLAIMS = (
     "frame_order_raises_group6",
     "frame_order_out_of_format",
-    "victor_raises_group6",
     "shuffled_captions_at_chance",
     "order_blind_at_chance",
 )
