@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from toyscale.core import check_results, falsify, survivors, unmet
+from toyscale.core.calibration import load_record
 from toyscale.core.claims import EFFECT
 from toyscale.genmm import victor
 
@@ -414,3 +415,25 @@ def test_the_committed_results_hold_the_claims_and_a_boundary_point_reruns():
     # floating point may move a checkpoint, so the check allows a drift well inside the margin
     rerun = victor.order_gain(replace(victor.Config(), segments=2), seed=0)
     assert rerun == pytest.approx(deltas[1][0], abs=victor.GROUP6_MARGIN / 4)
+
+
+def test_the_calibration_records_set_the_margins_and_expectations():
+    claims = {claim.id: claim for claim in victor.CLAIMS}
+    default = load_record(victor)
+    assert default["seeds"] == list(range(1000, 1012)) and not default["fast"]
+    assert {entry["id"] for entry in default["claims"]} == set(claims)
+    for entry in default["claims"]:
+        claim = claims[entry["id"]]
+        assert entry["expected"] == claim.expected
+        if claim.kind == EFFECT:
+            # expected exactly when at least 95 % of five-seed windows pass
+            assert (entry["pass_rate"] >= 0.95) == claim.expected, entry["id"]
+    for falsifier in default["falsifiers"]:
+        assert min(falsifier["fail_rates"].values()) >= 0.95, falsifier["name"]
+    margins = {e["id"]: e["parts"][0]["margin"] for e in default["claims"]}
+    assert margins["frame_order_raises_group6"] == victor.GROUP6_MARGIN
+    assert margins["frame_order_out_of_format"] == victor.TWIN_MARGIN
+    assert margins["shuffled_captions_at_chance"] == victor.CONTROL_BAND
+    fast = load_record(victor, "fast")
+    rates = {entry["id"]: entry["pass_rate"] for entry in fast["claims"]}
+    assert fast["fast"] and all(rates[claim_id] >= 0.95 for claim_id in FAST_CLAIMS)
