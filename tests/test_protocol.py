@@ -23,7 +23,6 @@ RE_AUDIT_PENDING = {
     "badiff",
     "combatvla",
     "c4",
-    "fangorn",
 }
 
 

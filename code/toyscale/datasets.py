@@ -115,6 +115,18 @@ ARTIFACTS: dict[str, Artifact] = {
             "jrc_results", ("jrc",), "toyscale.recsys.jrc.results:reference_arrays", "data/recsys/jrc_results.npz"
         ),
         Artifact(
+            "fangorn_costs",
+            ("fangorn",),
+            "toyscale.systems.fangorn.cluster:reference_arrays",
+            "data/systems/fangorn_costs.npz",
+        ),
+        Artifact(
+            "fangorn_results",
+            ("fangorn",),
+            "toyscale.systems.fangorn.results:reference_arrays",
+            "data/systems/fangorn_results.npz",
+        ),
+        Artifact(
             "fapes_results",
             ("fapes",),
             "toyscale.systems.fapes.results:reference_arrays",
