@@ -1,118 +1,176 @@
-"""Victor: the videos and captions, the group-6 sets and their oracles, the encoders, every proxy
-task's loss, the queue, compute accounting, bad input, and the claims over 5 seeds."""
+"""Victor: the captions, videos, pools and order tests with their oracles, the encoders, every proxy task's
+loss, the queue, compute accounting, the protocol, bad input, the claims and their falsifiers.
+
+The claims are checked on three seeds of `Config.fast()` (calibrated on seeds 1000–1011, apart from
+these); each falsifier reruns the experiment with its change and the claims it names must then fail.
+The committed default results must hold the claims, and one point of their boundary is rerun and
+compared (the notebook reruns seed 0's baseline and frame-order arms).
+"""
 
 import math
 from dataclasses import replace
+from itertools import permutations
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from toyscale.core.claims import evaluate, unmet
-from toyscale.genmm import digits, victor
-from toyscale.genmm.victor.claims import _check_order_tasks
+from toyscale.core import check_results, falsify, survivors, unmet
+from toyscale.core.calibration import load_record
+from toyscale.core.claims import EFFECT
+from toyscale.genmm import victor
 
 torch.set_num_threads(1)
 
-
-@pytest.fixture(scope="module")
-def split():
-    return digits.split()
+FAST_SEEDS = (0, 1, 2)
 
 
 @pytest.fixture(scope="module")
-def encoder(split):
-    return victor.fit_frame_encoder(split.train_images, 16)
+def pools():
+    return victor.image_pools(16)
 
 
 @pytest.fixture(scope="module")
-def videos(split, encoder):
+def videos(pools):
     generator = np.random.default_rng(0)
-    triplets = np.array(victor.TRIPLETS)[generator.integers(0, len(victor.TRIPLETS), 12)]
-    return victor.make_videos(encoder(split.test_images), split.test_labels, triplets, generator)
+    return victor.make_videos(pools.test, victor.random_events(12, 3, generator), generator)
 
 
 # --- captions and the tokenizer -----------------------------------------------------------------
 
 
-def test_caption_states_the_order_and_tokenizes():
-    assert victor.caption((3, 7, 1)) == "数字3先出现，然后是7，最后是1"
+def test_captions_state_the_order_by_position_only():
+    assert victor.caption((3, 7, 1)) == "数字3出现，数字7出现，数字1出现"
     tokens = victor.tokenize(victor.caption((3, 7, 1)))
-    assert len(tokens) == victor.CAPTION_LENGTH and tokens[0] == victor.CLS
-    assert [victor.VOCAB[t] for t in tokens[1:]] == list("数字3先出现，然后是7，最后是1")
-    segments = victor.caption_segments((3, 7, 1))
-    assert [t for s in segments for t in s] == tokens[1:]
-    # the segments in order (2, 0, 1) start with the last one
-    shuffled = victor.shuffle_caption((3, 7, 1), (2, 0, 1))
-    assert "".join(victor.VOCAB[t] for t in shuffled[1:]) == "，最后是1数字3先出现，然后是7"
+    assert len(tokens) == victor.caption_length(3) and tokens[0] == victor.CLS
+    np.testing.assert_array_equal(victor.caption_tokens(np.array([[3, 7, 1]]), 3)[0], tokens)
+    # no order words: every segment reads the same but for its digit
+    assert not set("先然后最") & set(victor.VOCAB)
+    # the six orders of the same digits use the same bag of characters
+    assert len({tuple(sorted(victor.caption(p))) for p in permutations((3, 7, 1))}) == 1
 
 
-def test_captions_of_a_group_hold_the_same_characters():
-    # the caption-leak check: the six orders of the same digits use the same bag of characters
-    bags = {tuple(sorted(victor.caption(p))) for p in [(3, 7, 1), (7, 3, 1), (1, 7, 3), (1, 3, 7)]}
-    assert len(bags) == 1
+def test_a_shuffled_caption_is_another_videos_true_caption():
+    # so sentence order cannot be read from the text: only the video says which shuffle was applied
+    for order in permutations(range(3)):
+        shuffled = victor.shuffle_caption((3, 7, 1), order)
+        said = [(3, 7, 1)[k] for k in order]
+        np.testing.assert_array_equal(shuffled, victor.tokenize(victor.caption(said)))
 
 
-# --- frame features and videos ------------------------------------------------------------------
+def test_caption_ids_are_distinct_for_distinct_orders():
+    events = np.array(list(permutations(range(10), 3)))
+    assert len(set(victor.caption_ids(events).tolist())) == len(events)
 
 
-def test_frame_encoder_is_a_whitened_pca_of_training_digits(split, encoder):
-    features = encoder(split.train_images)
-    assert features.shape == (len(split.train_images), 16)
+# --- layouts, pools, videos ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 6])
+def test_layout_cuts_the_frames_and_plays_every_order(k):
+    grid = victor.layout(k)
+    assert len(grid.orders) == math.factorial(k) and grid.orders[0] == tuple(range(k))
+    assert len(grid.lengths) == math.comb(victor.N_FRAMES - 1, k - 1)
+    assert (grid.lengths.sum(axis=1) == victor.N_FRAMES).all() and (grid.lengths >= 1).all()
+    assert grid.group_size == min(math.factorial(k), victor.GROUP_SIZE)
+    for p in range(len(grid.lengths)):
+        np.testing.assert_array_equal(grid.frame_index[p, 0], np.arange(victor.N_FRAMES))
+        for o, order in enumerate(grid.orders):
+            assert sorted(grid.frame_index[p, o].tolist()) == list(range(victor.N_FRAMES))
+            played = grid.segment_of_frame[p][grid.frame_index[p, o]]
+            assert list(dict.fromkeys(played.tolist())) == list(order)
+
+
+def test_pools_are_disjoint_and_the_encoder_is_a_whitened_pca_of_training_digits(pools):
+    features = pools.train.features
     np.testing.assert_allclose(features.mean(axis=0), 0.0, atol=1e-4)
     np.testing.assert_allclose(features.std(axis=0, ddof=1), 1.0, atol=1e-3)
-    np.testing.assert_allclose(encoder.components @ encoder.components.T, np.eye(16), atol=1e-8)
+    np.testing.assert_allclose(pools.encoder.components @ pools.encoder.components.T, np.eye(16), atol=1e-8)
+    train = {image.tobytes() for image in pools.train.images}
+    assert len(pools.validation.labels) == round(0.2 * (len(pools.train.labels) + len(pools.validation.labels)))
+    # a split by image: the validation pool holds no training image but a few pixel-identical duplicates
+    assert np.mean([image.tobytes() in train for image in pools.validation.images]) < 0.05
+    assert pools.unseen_fraction > 0.9
 
 
-def test_videos_play_the_digits_in_order_with_test_images_only(split, videos):
-    test_pool = set(range(len(split.test_images)))
-    for i, (triplet, lengths) in enumerate(zip(videos.triplet, videos.lengths, strict=True)):
-        assert lengths.sum() == victor.N_FRAMES and (lengths >= 1).all()
-        assert videos.labels[i].tolist() == np.repeat(triplet, lengths).tolist()
-        assert set(videos.image_index[i].tolist()) <= test_pool
-        assert (split.test_labels[videos.image_index[i]] == videos.labels[i]).all()
-        assert videos.caption_id[i] == victor.TRIPLET_ID[tuple(triplet)]
+def test_videos_play_the_digits_in_order_with_pool_images_only(pools, videos):
+    for i in range(len(videos.events)):
+        assert videos.lengths[i].sum() == victor.N_FRAMES and (videos.lengths[i] >= 1).all()
+        assert videos.labels[i].tolist() == np.repeat(videos.events[i], videos.lengths[i]).tolist()
+        assert (pools.test.labels[videos.image_index[i]] == videos.labels[i]).all()
+        np.testing.assert_array_equal(videos.frames[i], pools.test.features[videos.image_index[i]])
+        np.testing.assert_array_equal(videos.tokens[i], victor.tokenize(victor.caption(videos.events[i])))
 
 
-def test_reorder_segments_moves_whole_segments(videos):
-    frames, labels = victor.reorder_segments(videos, 0, (2, 1, 0))
-    a, b, c = videos.triplet[0]
+def test_reorder_moves_whole_segments(videos):
+    frames, labels = victor.reorder(videos, np.full((len(videos.events), 1), 5))  # order (2, 1, 0)
+    a, b, c = videos.events[0]
     la, lb, lc = videos.lengths[0]
-    assert labels.tolist() == [c] * lc + [b] * lb + [a] * la
-    # the same frames, only moved
-    np.testing.assert_array_equal(np.sort(frames, axis=0), np.sort(videos.frames[0], axis=0))
+    assert labels[0, 0].tolist() == [c] * lc + [b] * lb + [a] * la
+    np.testing.assert_array_equal(np.sort(frames[0, 0], axis=0), np.sort(videos.frames[0], axis=0))
+
+
+def test_scrambled_captions_name_the_same_digits_in_a_random_order(videos):
+    scrambled = victor.scramble_captions(videos, np.random.default_rng(0))
+    np.testing.assert_array_equal(scrambled.frames, videos.frames)
+    said = scrambled.tokens[:, victor.layout(3).digit_position]
+    digit_of = {int(t): d for d, t in enumerate(victor.data.DIGIT_TOKENS)}
+    orders_changed = 0
+    for i in range(len(videos.events)):
+        named = [digit_of[int(t)] for t in said[i]]
+        assert sorted(named) == sorted(videos.events[i].tolist())
+        orders_changed += named != videos.events[i].tolist()
+    assert orders_changed > 0
 
 
 def test_group6_oracles_and_the_tie_rule(videos):
     group = victor.make_group6(videos)
-    assert group.frames.shape[:3] == (len(videos.triplet), 6, victor.N_FRAMES)
-    # the caption-leak oracle knows the digits but not their order: exactly chance
+    assert group.frames.shape[:3] == (len(videos.events), 6, victor.N_FRAMES)
     assert victor.group6_accuracy(victor.bag_oracle_scores(group), group.answer) == pytest.approx(1 / 6)
     assert victor.group6_accuracy(victor.order_oracle_scores(group), group.answer) == 1.0
-    # the tie rule by hand: a two-way tie at the top that holds the answer counts 1/2
     scores = np.array([[0.9, 0.9, 0.1], [0.2, 0.8, 0.1]])
     assert victor.group6_accuracy(scores, np.array([0, 1])) == pytest.approx((0.5 + 1.0) / 2)
+
+
+def test_with_many_orders_a_group_holds_the_true_one_and_five_others(pools):
+    generator = np.random.default_rng(1)
+    videos = victor.make_videos(pools.test, victor.random_events(20, 4, generator), generator)
+    group = victor.make_group6(videos, generator)
+    assert group.frames.shape[1] == 6
+    assert victor.group6_accuracy(victor.order_oracle_scores(group), group.answer) == 1.0
+    for g in range(20):
+        shown = {tuple(dict.fromkeys(group.labels[g, c].tolist())) for c in range(6)}
+        assert len(shown) == 6
+
+
+def test_the_twin_gallery_holds_every_order_of_each_digit_set_as_separate_videos(pools):
+    twins = victor.make_twin_gallery(pools.test, 10, 3, np.random.default_rng(0))
+    assert len(twins.events) == 60 and len(set(twins.caption_id.tolist())) == 60
+    families = twins.events.reshape(10, 6, 3)
+    for family in families:
+        assert len({tuple(sorted(e)) for e in family.tolist()}) == 1 and len({tuple(e) for e in family}) == 6
+    # drawn one by one: twins do not share their frames as a group-6 set does
+    images = twins.image_index.reshape(10, 6, victor.N_FRAMES)
+    assert any(len({tuple(v) for v in family}) == 6 for family in images)
 
 
 # --- the encoders -------------------------------------------------------------------------------
 
 
-def test_encoder_shapes_and_the_bag_control_is_order_blind(videos):
+def test_encoder_shapes_and_a_model_without_positions_is_order_blind(videos):
+    config = victor.Config()
     torch.manual_seed(0)
-    model = victor.Victor(16, 32, 1, 2, 32, positional=True)
-    bag = victor.Victor(16, 32, 1, 2, 32, positional=False)
+    model, bag = victor.new_model(config), victor.new_model(config, positional=False)
     frames = torch.as_tensor(videos.frames)
     states, pooled = model.video(frames)
     assert states.shape == (len(frames), victor.N_FRAMES, 32) and pooled.shape == (len(frames), 32)
     text_states, text_pooled = model.text(torch.as_tensor(videos.tokens))
-    assert text_states.shape == (len(frames), victor.CAPTION_LENGTH, 32) and text_pooled.shape == (len(frames), 32)
-    reversed_frames = frames.flip(1)
+    assert text_states.shape == (len(frames), victor.caption_length(3), 32) and text_pooled.shape == (len(frames), 32)
     with torch.no_grad():
-        assert not torch.allclose(model.video(frames)[1], model.video(reversed_frames)[1], atol=1e-4)
-        torch.testing.assert_close(bag.video(frames)[1], bag.video(reversed_frames)[1], atol=1e-5, rtol=1e-5)
+        assert not torch.allclose(model.video(frames)[1], model.video(frames.flip(1))[1], atol=1e-4)
+        torch.testing.assert_close(bag.video(frames)[1], bag.video(frames.flip(1))[1], atol=1e-5, rtol=1e-5)
     group = victor.make_group6(videos)
-    # an untrained bag model already sits exactly at chance: every candidate scores alike
     assert victor.group6_accuracy(victor.group6_scores(bag, group), group.answer) == pytest.approx(1 / 6)
 
 
@@ -122,10 +180,7 @@ def test_encoder_shapes_and_the_bag_control_is_order_blind(videos):
 def test_info_nce_by_hand():
     q = torch.tensor([[1.0, 0.0]])
     k = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
-    # −log(e^10 / (e^10 + e^0)) = log(1 + e^−10)
-    expected = math.log1p(math.exp(-10.0))
-    assert victor.info_nce(q, k, torch.tensor([0]), 0.1).item() == pytest.approx(expected, rel=1e-3)
-    # masking the only negative leaves nothing to contrast: the loss is zero
+    assert victor.info_nce(q, k, torch.tensor([0]), 0.1).item() == pytest.approx(math.log1p(math.exp(-10.0)), rel=1e-3)
     invalid = torch.tensor([[False, True]])
     assert victor.info_nce(q, k, torch.tensor([0]), 0.1, invalid).item() == pytest.approx(0.0, abs=1e-6)
 
@@ -133,74 +188,89 @@ def test_info_nce_by_hand():
 def test_alignment_masks_false_negatives_by_caption_id():
     torch.manual_seed(0)
     text, video = torch.randn(4, 8), torch.randn(4, 8)
-    # rows 0 and 1 share a caption; with video 1 equal to video 0, an unmasked loss would count
-    # video 1 as a perfect negative for caption 0
     video[1] = video[0]
     ids = torch.tensor([5, 5, 6, 7])
-    masked = victor.alignment_loss(text, video, ids, 0.1)
-    unmasked = victor.alignment_loss(text, video, torch.arange(4), 0.1)
-    assert masked.item() < unmasked.item()
+    assert (
+        victor.alignment_loss(text, video, ids, 0.1).item()
+        < victor.alignment_loss(text, video, torch.arange(4), 0.1).item()
+    )
 
 
 def test_queue_alignment_masks_queue_entries_with_the_same_caption():
     torch.manual_seed(0)
-    queue = victor.MemoryQueue(8, 4, torch.device("cpu"))
     text, video = F.normalize(torch.randn(2, 4), dim=-1), F.normalize(torch.randn(2, 4), dim=-1)
     ids = torch.tensor([1, 2])
-    # the queue holds exact copies of the positives under the same caption ids: masked, they cost nothing
-    queue.push(video, text, ids)
-    loss_same = victor.queue_alignment_loss(text, video, text, video, ids, queue, 0.1)
-    queue_other = victor.MemoryQueue(8, 4, torch.device("cpu"))
-    queue_other.push(video, text, torch.tensor([3, 4]))
-    loss_other = victor.queue_alignment_loss(text, video, text, video, ids, queue_other, 0.1)
-    assert loss_same.item() < loss_other.item()
+    same, other = victor.MemoryQueue(8, 4, torch.device("cpu")), victor.MemoryQueue(8, 4, torch.device("cpu"))
+    same.push(video, text, ids)
+    other.push(video, text, torch.tensor([3, 4]))
+    loss_same = victor.queue_alignment_loss(text, video, text, video, ids, same, 0.1)
+    assert loss_same.item() < victor.queue_alignment_loss(text, video, text, video, ids, other, 0.1).item()
 
 
-def test_queue_is_a_fifo():
+def test_queue_is_a_fifo_and_the_key_encoder_trails():
     queue = victor.MemoryQueue(3, 2, torch.device("cpu"))
     for k in range(4):
         queue.push(torch.ones(1, 2) * (k + 1), torch.ones(1, 2), torch.tensor([k]))
     assert queue.filled == 3 and sorted(queue.caption_id.tolist()) == [1, 2, 3]
-
-
-def test_momentum_update_moves_the_key_encoder_a_share_of_the_way():
     query, key = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
     before = key.weight.detach().clone()
     victor.momentum_update(query, key, 0.9)
     torch.testing.assert_close(key.weight, 0.9 * before + 0.1 * query.weight.detach())
 
 
-def test_frame_order_and_masked_frame_losses():
+def test_frame_order_masked_frame_and_mlm_inputs():
     torch.manual_seed(0)
     text = torch.randn(3, 8)
     candidates = torch.randn(3, 6, 8)
-    candidates[torch.arange(3), torch.tensor([0, 2, 5])] = 10 * text  # the true order, aligned
-    good = victor.frame_order_loss(text, candidates, torch.tensor([0, 2, 5]), 0.1)
-    bad = victor.frame_order_loss(text, candidates, torch.tensor([1, 3, 4]), 0.1)
-    assert good.item() < 0.1 < bad.item()
+    candidates[torch.arange(3), torch.tensor([0, 2, 5])] = 10 * text
+    assert victor.frame_order_loss(text, candidates, torch.tensor([0, 2, 5]), 0.1).item() < 0.1
+    assert victor.frame_order_loss(text, candidates, torch.tensor([1, 3, 4]), 0.1).item() > 0.1
     frames = torch.randn(2, victor.N_FRAMES, 4)
     masked_at = torch.tensor([1, 4])
-    perfect = frames[torch.arange(2), masked_at]
-    assert victor.masked_frame_loss(perfect, frames, masked_at, 0.01).item() < 0.1
+    assert victor.masked_frame_loss(frames[torch.arange(2), masked_at], frames, masked_at, 0.01).item() < 0.1
     caption = torch.tensor([victor.tokenize(victor.caption((1, 2, 3)))] * 2)
     masked_tokens, masked = victor.mask_caption(caption, 0.15, torch.Generator().manual_seed(0))
-    assert masked.sum(dim=1).min() >= 1 and not masked[:, 0].any()
-    assert (masked_tokens[masked] == victor.MASK).all()
+    assert masked.sum(dim=1).min() >= 1 and not masked[:, 0].any() and (masked_tokens[masked] == victor.MASK).all()
 
 
-def test_compute_accounting_gives_cheaper_arms_more_steps():
-    costs = {arm: victor.step_cost(arm) for arm in victor.ARMS}
-    assert costs["cooccur"] < costs["sentence_order"] < costs["order_tasks"] < costs["victor"]
+def test_every_task_of_an_arm_yields_a_loss_and_alignment_weighs_one_everywhere(pools, videos):
+    config = victor.Config()
+    model = victor.new_model(config)
+    key, queue = victor.new_model(config), victor.MemoryQueue(16, 32, torch.device("cpu"))
     for arm in victor.ARMS:
-        share = victor.BAG_SHARE if arm == "bag" else 1.0
+        w = victor.weights(victor.TASKS[arm], config)
+        assert w["align"] + w.get("queue", 0.0) == 1.0
+        terms, _ = victor.training_losses(
+            model, key, queue, videos, np.random.default_rng(0), torch.Generator().manual_seed(0), w, config
+        )
+        assert set(terms) == set(victor.TASKS[arm]) and all(torch.isfinite(v) for v in terms.values())
+    off = victor.weights(victor.TASKS["victor"], replace(config, proxy_weight=0.0))
+    terms, _ = victor.training_losses(
+        model, key, queue, videos, np.random.default_rng(0), torch.Generator().manual_seed(0), off, config
+    )
+    assert set(terms) == {"mlm", "align", "queue"}
+
+
+def test_compute_accounting_equal_compute_and_equal_steps():
+    costs = {arm: victor.step_cost(arm) for arm in victor.ARMS}
+    assert costs["cooccur"] < costs["frame_order"] < costs["order_tasks"] < costs["victor"]
+    for arm in victor.ARMS:
         steps = victor.arm_steps(arm, 100)
-        assert abs(steps * costs[arm] - share * 100 * costs["victor"]) <= costs[arm]
+        if arm in victor.EQUAL_STEPS:
+            assert steps == 100
+        else:
+            assert abs(steps * costs[arm] - 100 * costs["victor"]) <= costs[arm]
+
+
+def test_a_stand_in_trains_the_baseline_under_the_method_names():
+    config = replace(victor.Config(), stand_in="cooccur")
+    assert [victor.recipe(arm, config) for arm in victor.METHOD_ARMS] == ["cooccur"] * len(victor.METHOD_ARMS)
+    assert victor.recipe("sentence_order", config) == "sentence_order"
+    assert victor.learning_rate("victor", config, "order") == victor.LEARNING_RATES["cooccur"][0]
 
 
 def test_retrieval_metrics_by_hand():
-    text = torch.eye(3)
-    video = torch.tensor([[1.0, 0, 0], [0, 0, 1.0], [0, 1.0, 0]])
-    ranks = victor.retrieval_ranks(text, video)
+    ranks = victor.retrieval_ranks(torch.eye(3), torch.tensor([[1.0, 0, 0], [0, 0, 1.0], [0, 1.0, 0]]))
     assert ranks.tolist() == [1, 2, 2]
     assert victor.retrieval_metrics(ranks) == {"r1": 1 / 3, "r5": 1.0, "median_rank": 2.0}
 
@@ -209,54 +279,96 @@ def test_retrieval_metrics_by_hand():
 
 
 def test_bad_input_raises_clear_errors():
-    with pytest.raises(ValueError, match="triplet"):
+    with pytest.raises(ValueError, match="events"):
         victor.caption((1, 1, 2))
     with pytest.raises(ValueError, match="vocabulary"):
         victor.tokenize("数字A")
     with pytest.raises(ValueError, match="dim"):
         victor.fit_frame_encoder(np.zeros((5, 8, 8), dtype=np.uint8), 0)
-    with pytest.raises(ValueError, match="budget_steps"):
-        victor.Config(budget_steps=0)
-    with pytest.raises(ValueError, match="heads"):
-        victor.Config(width=30, heads=4)
-    with pytest.raises(ValueError, match="arms"):
-        victor.Config(arms=("nope",))
-    with pytest.raises(ValueError, match="gallery"):
-        victor.Config(gallery=1000)
+    with pytest.raises(ValueError, match="segments"):
+        victor.layout(7)
+    for bad in (
+        dict(budget_steps=0),
+        dict(width=30, heads=4),
+        dict(arms=("nope",)),
+        dict(segments=0),
+        dict(lr=-1.0),
+        dict(proxy_weight=-1.0),
+        dict(stand_in="nope"),
+    ):
+        with pytest.raises(ValueError, match=next(iter(bad)).split("_")[0]):
+            victor.Config(**bad)
     with pytest.raises(ValueError, match="arm"):
         victor.step_cost("nope")
+    with pytest.raises(ValueError, match="checkpoint"):
+        victor.learning_rate("cooccur", victor.Config(), "best")
     with pytest.raises(TypeError, match="config"):
         victor.run(config="fast")
     with pytest.raises(ValueError, match="seed"):
         victor.run(victor.Config.fast(), seed=-1)
     with pytest.raises(ValueError, match="scores"):
         victor.group6_accuracy(np.zeros(6), np.zeros(1, dtype=int))
+    with pytest.raises(ValueError, match="metric"):
+        victor.fig_attribution([], "nope")
 
 
-# --- the experiment and its claims ----------------------------------------------------------------
+# --- the protocol, the experiment and its claims -----------------------------------------------------
+
+TINY = victor.Config(
+    budget_steps=6,
+    batch_size=8,
+    eval_every=3,
+    validation_groups=10,
+    validation_gallery=10,
+    test_groups=20,
+    gallery=20,
+    twin_families=5,
+    arms=("cooccur", "frame_order"),
+)
+
+
+def test_run_is_deterministic_and_checkpoints_are_chosen_on_validation(pools):
+    first, second = victor.run(TINY, seed=3), victor.run(TINY, seed=3)
+    assert first.metrics == second.metrics and first.curves == second.curves
+    sets = victor.evaluation_sets(TINY, seed=3)
+    for arm in TINY.arms:
+        lr = victor.learning_rate(arm, TINY, "order")
+        trained = victor.train_arm(arm, pools.train, (sets.validation_group, sets.validation_gallery), TINY, 3, lr)
+        assert trained.curve_compute[0] == 0 and abs(trained.curve_compute[-1] - TINY.budget_steps) <= 1
+        # each checkpoint is the first best validation point of its own score, within the same budget
+        assert trained.order.step == trained.curve_steps[int(np.argmax(trained.curve_group6))]
+        assert trained.retrieval.step == trained.curve_steps[int(np.argmax(trained.curve_r1))]
+        assert trained.curve_steps[-1] == trained.steps == victor.arm_steps(arm, TINY.budget_steps)
+        assert first.metrics[arm]["order_steps"] == trained.order.step
+
+
+def test_evaluation_sets_read_validation_and_test_images_only(pools):
+    sets = victor.evaluation_sets(TINY, seed=0)
+    for batch, pool in ((sets.validation_gallery, pools.validation), (sets.gallery, pools.test)):
+        np.testing.assert_array_equal(batch.frames, pool.features[batch.image_index])
+    assert len(set(sets.gallery.caption_id.tolist())) == TINY.gallery
 
 
 @pytest.fixture(scope="module")
 def fast_results():
-    return [victor.run(victor.Config.fast(), seed=s) for s in range(5)]
+    return [victor.run(victor.Config.fast(), seed=s) for s in FAST_SEEDS]
 
 
-def test_run_is_deterministic():
-    tiny = victor.Config(budget_steps=6, batch_size=8, eval_every=3, test_groups=20, gallery=20, eval_groups=10)
-    first, second = victor.run(tiny, seed=3), victor.run(tiny, seed=3)
-    assert first.metrics == second.metrics and first.curves == second.curves
+# victor_raises_group6 is left to `reproduce`: at the fast budget (100 steps at one rate) the full
+# bundle does not learn order yet (calibration/fast.json), while frame order alone does
+FAST_CLAIMS = (
+    "frame_order_raises_group6",
+    "frame_order_out_of_format",
+    "shuffled_captions_at_chance",
+    "order_blind_at_chance",
+)
 
 
 def test_run_is_complete(fast_results):
     result = fast_results[0]
-    assert set(result.metrics) == {*result.config.arms, "bag_oracle", "order_oracle"}
+    assert set(result.metrics) == {*result.config.arms, *victor.ORACLES}
     for arm in result.config.arms:
-        assert {"group6", "solved", "r1", "r5", "median_rank", "steps"} <= set(result.metrics[arm])
-        compute, accuracy = result.curves[arm]
-        assert compute[0] == 0 and len(accuracy) == len(compute)
-        share = victor.BAG_SHARE if arm == "bag" else 1.0
-        assert abs(compute[-1] - share * result.config.budget_steps) <= 1
-    assert result.unseen_fraction > 0.9
+        assert {"group6", "twin_r1", "r1", "r5", "median_rank", "steps", "order_steps"} <= set(result.metrics[arm])
     assert len(result.examples) == 3 and result.examples[0]["images"].shape == (victor.N_FRAMES, 8, 8)
 
 
@@ -264,34 +376,64 @@ def test_figures_build(fast_results):
     assert len(victor.fig_examples(fast_results[0]).data) == 3 * victor.N_FRAMES
     fig = victor.fig_group6_curves(fast_results)
     assert len(fig.data) == len(fast_results[0].config.arms) * len(fast_results) and fig.layout.title.text
+    assert len(victor.fig_attribution(fast_results).data[0].x) == 3
     with pytest.raises(ValueError, match="arms"):
         victor.fig_group6_curves(fast_results, arms=("nope",))
 
 
-def test_claims_over_five_seeds(fast_results):
-    outcomes = evaluate(victor.CLAIMS, lambda config, seed: fast_results[seed], seeds=range(5))
+def test_claims_over_three_seeds(fast_results):
+    claims = [c for c in victor.CLAIMS if c.id in FAST_CLAIMS]
+    outcomes = check_results(claims, fast_results, FAST_SEEDS, "victor")
     assert not unmet(outcomes), unmet(outcomes)
 
 
-def test_a_broken_method_fails_the_claims(fast_results):
-    # an "order" arm no better than co-occurrence, and a control that beats chance, must both fail
-    broken = []
-    for result in fast_results:
-        metrics = {arm: dict(values) for arm, values in result.metrics.items()}
-        metrics["order_tasks"]["group6"] = metrics["cooccur"]["group6"]
-        metrics["victor"]["group6"] = metrics["cooccur"]["group6"]
-        metrics["bag"]["group6"] = 0.3
-        broken.append(replace(result, metrics=metrics))
-    outcomes = {o.claim.id: o for o in evaluate(victor.CLAIMS, lambda c, seed: broken[seed], seeds=range(5))}
-    assert not outcomes["order_tasks_raise_group6"].verdict.passed
-    assert not outcomes["full_victor_raises_group6"].verdict.passed
-    assert not outcomes["bag_of_digits_at_chance"].verdict.passed
+@pytest.mark.parametrize("falsifier", victor.FALSIFIERS, ids=lambda f: f.name)
+def test_every_expected_effect_fails_under_its_falsifiers(falsifier):
+    outcomes = falsify(falsifier, victor.CLAIMS, victor.run, FAST_SEEDS, victor.Config.fast(), "victor")
+    assert not survivors(outcomes), survivors(outcomes)
 
 
-def test_an_arm_without_the_frame_order_task_fails_the_claim():
-    # a real, trained arm that lacks the frame-order task (sentence order only), from the committed
-    # five seeds of the default configuration, does not pass the order claim
-    results = victor.reference_results()
-    assert [r.seed for r in results] == list(victor.REFERENCE_SEEDS)
-    assert not _check_order_tasks(results, "sentence_order").passed
-    assert _check_order_tasks(results, "order_tasks").passed
+def test_every_expected_effect_has_both_falsifiers():
+    for claim in victor.CLAIMS:
+        if claim.kind == EFFECT and claim.expected:
+            kinds = {f.kind for f in victor.FALSIFIERS if claim.id in f.claims}
+            assert len(kinds) == 2, f"{claim.id} lacks a falsifier: has {kinds}"
+
+
+def test_the_committed_results_hold_the_claims_and_a_boundary_point_reruns():
+    reference = victor.reference()
+    assert [r.seed for r in reference.results] == [0, 1, 2, 3, 4]
+    assert not unmet(check_results(victor.CLAIMS, reference.results, (0, 1, 2, 3, 4), "victor"))
+    sweep = reference.boundary.as_arrays()
+    assert sweep["points"].tolist() == list(victor.SEGMENT_POINTS) and sweep["seeds"].tolist() == [0, 1, 2, 3, 4]
+    # the default point is the results' own gain; with one segment there is nothing to order
+    deltas = sweep["deltas"]
+    own = [r.metrics["frame_order"]["group6"] - r.metrics["cooccur"]["group6"] for r in reference.results]
+    np.testing.assert_allclose(deltas[list(victor.SEGMENT_POINTS).index(3)], own)
+    assert not deltas[0].any()
+    # one point rerun (k = 2, seed 0): the same number on the machine that made the file; another CPU's
+    # floating point may move a checkpoint, so the check allows a drift well inside the margin
+    rerun = victor.order_gain(replace(victor.Config(), segments=2), seed=0)
+    assert rerun == pytest.approx(deltas[1][0], abs=victor.GROUP6_MARGIN / 4)
+
+
+def test_the_calibration_records_set_the_margins_and_expectations():
+    claims = {claim.id: claim for claim in victor.CLAIMS}
+    default = load_record(victor)
+    assert default["seeds"] == list(range(1000, 1012)) and not default["fast"]
+    assert {entry["id"] for entry in default["claims"]} == set(claims)
+    for entry in default["claims"]:
+        claim = claims[entry["id"]]
+        assert entry["expected"] == claim.expected
+        if claim.kind == EFFECT:
+            # expected exactly when at least 95 % of five-seed windows pass
+            assert (entry["pass_rate"] >= 0.95) == claim.expected, entry["id"]
+    for falsifier in default["falsifiers"]:
+        assert min(falsifier["fail_rates"].values()) >= 0.95, falsifier["name"]
+    margins = {e["id"]: e["parts"][0]["margin"] for e in default["claims"]}
+    assert margins["frame_order_raises_group6"] == victor.GROUP6_MARGIN
+    assert margins["frame_order_out_of_format"] == victor.TWIN_MARGIN
+    assert margins["shuffled_captions_at_chance"] == victor.CONTROL_BAND
+    fast = load_record(victor, "fast")
+    rates = {entry["id"]: entry["pass_rate"] for entry in fast["claims"]}
+    assert fast["fast"] and all(rates[claim_id] >= 0.95 for claim_id in FAST_CLAIMS)

@@ -16,87 +16,122 @@ the permutation); masked frame-order modeling (MFOM: the same for the frames of 
 intra- and inter-video masked frame modeling (MFM: predict a masked frame's feature,
 contrastively, against the other frames of its video and of other videos); and dual
 video–sentence alignment, InfoNCE in both directions against the momentum encoder's queues.
-Trained on Alivol-10M (10M+ videos, not public); the paper reports gains over VideoBERT and
-UniVL on retrieval and other downstream tasks (numbers not recovered for this book).
+The paper also names "conflicts between video–sentence alignment and other proxy tasks",
+which its design resolves. Trained on Alivol-10M (10M+ videos, not public); it reports gains
+over VideoBERT and UniVL on retrieval and other downstream tasks (numbers not recovered here).
 
-**What the toy keeps.** Videos of six frames in which three different sklearn digits appear
-one after another, with Chinese captions that state the order (数字3先出现，然后是7，最后是1);
-test videos use digit images that no training video contains. Frame features come from a
-frozen PCA fitted on training digits only (the stand-in for a pre-extracted backbone). One-layer
-transformers for text, video and the cross encoder; every proxy task above with its head and
-loss; a momentum encoder with text and video queues whose false negatives (entries with the
-query's caption) are masked by caption id. Five arms with one architecture and only the losses
-changed, trained for equal compute: co-occurrence only (MLM + in-batch alignment),
-+ sentence order, + frame order and masked frames, the full set with queue alignment, and an
-order-blind bag-of-digits control. Metrics from unimodal pooled features: text→video R@1,
-R@5 and median rank over a gallery of test videos, and group-6 accuracy (pick the right video
-among the 6 orderings of the same three digits; chance is 1/6).
+**What the toy keeps.** Videos of six frames in which k different sklearn digits (3 by
+default) appear one after another, with Chinese captions that name them in order, every
+segment alike (数字3出现，数字7出现，数字1出现: no order words, so sentence order cannot be read
+from the text alone); the digit images split into train, validation and test pools, and
+test videos show only test images. Frame features come from a frozen PCA fitted on the
+training pool (the stand-in for a pre-extracted backbone). One-layer transformers for text,
+video and the cross encoder; every proxy task above with its head and loss, MSOM in the
+cross encoder with the video; a momentum encoder with text and video queues whose false
+negatives are masked by caption id.
+
+**How it is compared** (`training`, `experiment`): eight arms with one architecture and only
+the losses changed, at equal compute: co-occurrence only (MLM + in-batch alignment), each
+order task alone, all three, the full Victor with queues (its alignment weight split between
+the in-batch and the queue term, so every arm aligns alike), co-occurrence at the Victor arm's
+steps, and a negative control (the frame-order arm on captions whose digit order is random).
+Every arm's learning rate is chosen over the same grid on validation videos (`tuning`); each
+keeps two checkpoints, its best validation group-6 (the order claims) and its best validation
+R@1 (the retrieval claims); the test sets are read once per checkpoint. Metrics from unimodal
+pooled features: group-6 accuracy (pick the right video among the six orders of the same
+segments; chance 1/6), R@1 over a *twin gallery* of separate videos of the same digits in
+every order (the order question out of the training task's format), and text→video R@1, R@5
+over a gallery of distinct captions. Margins come from calibration seeds (`claims`), and a
+sweep over the segments per video (`segments_boundary`) shows where the order gain lives.
+
+**The frame-order task in this world.** Any order of the digits is a valid video, so a
+shuffled video alone cannot reveal its permutation; the sentence has to. The task therefore
+asks the sentence's pooled feature to pick the video's true segment order among its
+reorderings: contrastive training on reordered hard negatives, defined by the caption, which
+is the group-6 test's own format run on training images. The twin gallery is the test that
+is not its twin.
+
+**What the toy finds** (the calibration record and the book's seeds agree). One task carries the
+order gain: frame ordering, contrastive training on the video's own segments reordered, raises
+group-6 far over co-occurrence at equal compute, and the gain holds among separate twin videos,
+out of the task's format. The full Victor beats co-occurrence on group-6 only through it: sentence
+order (in the cross encoder) and masked frames leave group-6 where co-occurrence has it or lower,
+and bundled with frame ordering they dilute it, so the tasks do not add up. The order tasks cost
+retrieval: at the Victor arm's own steps co-occurrence alone retrieves better (the paper's
+"conflicts", present here and not resolved by the queue), and Victor does not beat co-occurrence
+at retrieval. Trained on captions in random digit order, the frame-order arm sits at chance; with
+one segment per video there is no order and no gain.
 
 **What it drops.** Real video, a learned visual backbone, Chinese word segmentation, the
 frame queue (inter-video negatives are the other videos of the batch), the downstream
 fine-tuning tasks, and the scale (a 6-frame video, d = 32, seconds of CPU training).
-
-**The frame-order task in this world.** Any order of three digits is a valid video, so a
-shuffled video alone cannot reveal its permutation; the sentence has to. The task therefore
-asks the sentence's pooled feature to pick the video's true segment order among its six
-orders (contrastively, like Victor's other tasks). It is the only task that shows a model
-reordered videos, the training-image twin of group-6; the claim checks that the skill
-transfers to unseen images and to unimodal retrieval features.
-
-**What it finds.** At equal compute, the order tasks roughly double group-6 accuracy over
-co-occurrence only, on every seed, without the bimodal outcomes an earlier prototype saw (but
-no arm solves group-6 at this budget); sentence order alone, solvable from the order words,
-does not help; queues add nothing to group-6 beside an in-batch term (kept because queue-only
-alignment collapsed in the prototype); and co-occurrence, with twice the steps on alignment,
-retrieves better, so the paper's retrieval gain is not reproduced.
 """
 
 from .claims import (
-    CHANCE,
-    CHANCE_TOLERANCE,
     CLAIMS,
+    CONFLICT_TOLERANCE,
+    CONTROL_BAND,
+    FALSIFIERS,
     GROUP6_MARGIN,
+    TWIN_MARGIN,
+    chance,
     solved_fraction,
 )
 from .data import (
-    CAPTION_LENGTH,
     CHARS,
     CLS,
+    GROUP_SIZE,
     MASK,
-    N_EVENTS,
     N_FRAMES,
-    PERMUTATIONS,
-    SEGMENT_LENGTHS,
-    SEGMENT_TEMPLATES,
+    SEGMENT_TEMPLATE,
+    SEGMENTS,
     SPECIALS,
     TOKEN,
-    TRIPLET_ID,
-    TRIPLETS,
     VOCAB,
     FrameEncoder,
     Group6,
+    Layout,
+    Pool,
+    Pools,
     VideoBatch,
     bag_oracle_scores,
+    candidate_orders,
     caption,
-    caption_segments,
+    caption_ids,
+    caption_length,
+    caption_tokens,
+    distinct_events,
     fit_frame_encoder,
     group6_accuracy,
+    image_pools,
+    layout,
     make_group6,
+    make_twin_gallery,
     make_videos,
     order_oracle_scores,
-    reorder_segments,
+    random_events,
+    reorder,
+    scramble_captions,
+    shuffle_caption,
     tokenize,
 )
 from .experiment import (
+    BOUNDARY_ARMS,
+    ORACLES,
     SOLVED,
+    EvaluationSets,
     Result,
+    evaluation_sets,
+    order_gain,
     retrieval_metrics,
-    retrieval_ranks,
     run,
+    segments_boundary,
+    twin_accuracy,
 )
 from .figures import (
     ARM_LABELS,
     arm_colors,
+    fig_attribution,
     fig_examples,
     fig_group6_curves,
 )
@@ -111,7 +146,6 @@ from .losses import (
     momentum_update,
     order_loss,
     queue_alignment_loss,
-    shuffle_caption,
 )
 from .model import (
     CrossEncoder,
@@ -120,62 +154,86 @@ from .model import (
     VideoEncoder,
 )
 from .results import (
-    ORACLES,
-    REFERENCE_SEEDS,
-    RESULT_METRICS,
+    SEGMENT_POINTS,
+    Reference,
+    pack,
+    reference,
     reference_arrays,
-    reference_results,
-    results_from_arrays,
+    reference_from_arrays,
+    segment_sweep,
     video_reference_arrays,
 )
 from .training import (
     ARMS,
-    BAG_SHARE,
-    PASS_COST,
+    CHECKPOINTS,
+    EQUAL_STEPS,
+    LEARNING_RATE_GRID,
+    LEARNING_RATES,
+    METHOD_ARMS,
+    PROXY_TASKS,
+    SCRAMBLED,
     TASKS,
+    Checkpoint,
     Config,
     TrainedArm,
     arm_steps,
+    gallery_ranks,
     group6_scores,
+    learning_rate,
+    load_tuning,
+    new_model,
+    pass_cost,
     pooled_features,
+    recipe,
+    retrieval_ranks,
     step_cost,
     train_arm,
     training_losses,
+    weights,
 )
 
 __all__ = [
     "ARMS",
     "ARM_LABELS",
-    "BAG_SHARE",
-    "CAPTION_LENGTH",
-    "CHANCE",
-    "CHANCE_TOLERANCE",
+    "BOUNDARY_ARMS",
     "CHARS",
+    "CHECKPOINTS",
     "CLAIMS",
     "CLS",
+    "CONFLICT_TOLERANCE",
+    "CONTROL_BAND",
+    "EQUAL_STEPS",
+    "FALSIFIERS",
     "GROUP6_MARGIN",
+    "GROUP_SIZE",
+    "LEARNING_RATES",
+    "LEARNING_RATE_GRID",
     "MASK",
-    "N_EVENTS",
+    "METHOD_ARMS",
     "N_FRAMES",
     "ORACLES",
-    "PASS_COST",
-    "PERMUTATIONS",
-    "REFERENCE_SEEDS",
-    "RESULT_METRICS",
-    "SEGMENT_LENGTHS",
-    "SEGMENT_TEMPLATES",
+    "PROXY_TASKS",
+    "SCRAMBLED",
+    "SEGMENTS",
+    "SEGMENT_POINTS",
+    "SEGMENT_TEMPLATE",
     "SOLVED",
     "SPECIALS",
     "TASKS",
     "TOKEN",
-    "TRIPLETS",
-    "TRIPLET_ID",
+    "TWIN_MARGIN",
     "VOCAB",
+    "Checkpoint",
     "Config",
     "CrossEncoder",
+    "EvaluationSets",
     "FrameEncoder",
     "Group6",
+    "Layout",
     "MemoryQueue",
+    "Pool",
+    "Pools",
+    "Reference",
     "Result",
     "TextEncoder",
     "TrainedArm",
@@ -186,37 +244,61 @@ __all__ = [
     "arm_colors",
     "arm_steps",
     "bag_oracle_scores",
+    "candidate_orders",
     "caption",
-    "caption_segments",
+    "caption_ids",
+    "caption_length",
+    "caption_tokens",
+    "chance",
+    "distinct_events",
+    "evaluation_sets",
+    "fig_attribution",
     "fig_examples",
     "fig_group6_curves",
     "fit_frame_encoder",
     "frame_order_loss",
+    "gallery_ranks",
     "group6_accuracy",
     "group6_scores",
+    "image_pools",
     "info_nce",
+    "layout",
+    "learning_rate",
+    "load_tuning",
     "make_group6",
+    "make_twin_gallery",
     "make_videos",
     "mask_caption",
     "masked_frame_loss",
     "masked_language_modeling",
     "momentum_update",
+    "new_model",
+    "order_gain",
     "order_loss",
     "order_oracle_scores",
+    "pack",
+    "pass_cost",
     "pooled_features",
     "queue_alignment_loss",
+    "random_events",
+    "recipe",
+    "reference",
     "reference_arrays",
-    "reference_results",
-    "reorder_segments",
-    "results_from_arrays",
+    "reference_from_arrays",
+    "reorder",
     "retrieval_metrics",
     "retrieval_ranks",
     "run",
+    "scramble_captions",
+    "segment_sweep",
+    "segments_boundary",
     "shuffle_caption",
     "solved_fraction",
     "step_cost",
     "tokenize",
     "train_arm",
     "training_losses",
+    "twin_accuracy",
     "video_reference_arrays",
+    "weights",
 ]

@@ -1,44 +1,56 @@
-"""Evaluation (group-6 accuracy, text-to-video retrieval, the oracles) and `run`, which trains every arm
-of one seed."""
+"""The experiment: validation and test sets, `run` (every arm of one seed, each scored on the test split
+once per checkpoint), and the sweep over the number of segments per video (where the effect lives).
+
+The protocol (the book's CLAIMS.md, §2–3): the digit images are split into train, validation and test
+pools; training videos show training images only. Every arm gets the same compute, and its learning
+rate was chosen over the same grid on validation (`LEARNING_RATES`). During training each arm is
+scored on validation videos, and two checkpoints are kept: its best validation group-6 accuracy (the
+*order checkpoint*, what the order claims compare) and its best validation R@1 (the *retrieval
+checkpoint*, what the retrieval claims compare). The test sets are read once per arm and checkpoint.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
-from torch import Tensor
 
-from toyscale.genmm import digits
+from toyscale.core.boundary import Boundary, sweep
 
 from .data import (
-    TRIPLETS,
     Group6,
+    Pool,
     VideoBatch,
     bag_oracle_scores,
     caption,
-    fit_frame_encoder,
+    distinct_events,
     group6_accuracy,
+    image_pools,
+    layout,
     make_group6,
+    make_twin_gallery,
     make_videos,
     order_oracle_scores,
+    random_events,
 )
+from .model import Victor
 from .training import (
+    CHECKPOINTS,
     Config,
+    TrainedArm,
+    gallery_ranks,
     group6_scores,
+    learning_rate,
+    new_model,
     pooled_features,
+    recipe,
     step_cost,
     train_arm,
 )
 
-
-def retrieval_ranks(text: Tensor, video: Tensor) -> np.ndarray:
-    """Rank (1 = best) of each caption's own video among the gallery, by cosine similarity.
-
-    text and video are (n, d) normalised features, row i of each from the same test video.
-    """
-    scores = (text @ video.T).cpu().numpy()
-    own = scores[np.arange(len(scores)), np.arange(len(scores))]
-    return 1 + (scores > own[:, None]).sum(axis=1)
+SOLVED = 0.9  # a seed "solves" group-6 when its accuracy reaches this
+ORACLES = ("bag", "bag_oracle", "order_oracle")  # rows with a group-6 accuracy only (no training)
 
 
 def retrieval_metrics(ranks: np.ndarray) -> dict[str, float]:
@@ -47,82 +59,164 @@ def retrieval_metrics(ranks: np.ndarray) -> dict[str, float]:
     return {"r1": float(np.mean(ranks <= 1)), "r5": float(np.mean(ranks <= 5)), "median_rank": float(np.median(ranks))}
 
 
-SOLVED = 0.9  # a seed "solves" group-6 when its accuracy reaches this
+@dataclass
+class EvaluationSets:
+    """The videos an experiment is scored on: validation (checkpoints) and test (read once per checkpoint)."""
+
+    validation_group: Group6
+    validation_gallery: VideoBatch
+    test_videos: VideoBatch  # the videos behind the test group-6 sets
+    test_group: Group6
+    gallery: VideoBatch  # test videos with distinct captions: retrieval
+    twin_gallery: VideoBatch  # test videos of the same digits in every order: the out-of-format order test
+
+
+def _sets(
+    pool: Pool, groups: int, gallery: int, segments: int, generator: np.random.Generator
+) -> tuple[VideoBatch, Group6, VideoBatch]:
+    """Videos of random digits and their group-6 sets, and a gallery of videos with distinct captions."""
+    videos = make_videos(pool, random_events(groups, segments, generator), generator)
+    group = make_group6(videos, generator)
+    return videos, group, make_videos(pool, distinct_events(gallery, segments, generator), generator)
+
+
+def evaluation_sets(config: Config, seed: int) -> EvaluationSets:
+    """The seed's validation and test videos (validation and test images only; neither pool trains)."""
+    pools = image_pools(config.feature_dim)
+    k = config.segments
+    _, validation_group, validation_gallery = _sets(
+        pools.validation, config.validation_groups, config.validation_gallery, k, np.random.default_rng([seed, 2])
+    )
+    generator = np.random.default_rng([seed, 3])
+    test_videos, test_group, gallery = _sets(pools.test, config.test_groups, config.gallery, k, generator)
+    twins = make_twin_gallery(pools.test, config.twin_families, k, generator)
+    return EvaluationSets(validation_group, validation_gallery, test_videos, test_group, gallery, twins)
+
+
+def twin_accuracy(model: Victor, twins: VideoBatch, family: int) -> float:
+    """The order question out of format: each caption picks its own video among its `family` twins.
+
+    The twins are separate videos of the same digits in every order (consecutive rows of the twin
+    gallery), each with its own images and segment lengths; chance is 1/family, with the tie rule
+    of group-6.
+    """
+    text = pooled_features(model, tokens=twins.tokens)
+    video = pooled_features(model, frames=twins.frames)
+    n = len(twins.tokens)
+    scores = (text @ video.T).cpu().numpy().reshape(n, n // family, family)
+    own = scores[np.arange(n), np.arange(n) // family]
+    return group6_accuracy(own, np.arange(n) % family)
 
 
 @dataclass
 class Result:
     """Everything one run measured.
 
-    metrics[arm]: 'group6' (final group-6 accuracy on test videos), 'solved' (1 when group6 ≥
-    SOLVED), 'r1', 'r5', 'median_rank' (text→video retrieval over the gallery), 'steps'
-    (training steps taken), 'step_cost' (token-layer passes per sample per step). Two oracle rows:
-    'bag_oracle' and 'order_oracle' (group6 only). curves[arm]: (compute, group6) during
-    training. examples: a few test videos (images, triplet, caption) for the figure.
+    metrics[arm]: at the order checkpoint (best validation group-6), 'group6' (test group-6
+    accuracy), 'solved' (1 when group6 ≥ SOLVED), 'twin6' (each caption picks its video among
+    its separate twins) and 'twin_r1' (R@1 over the whole twin gallery); at the
+    retrieval checkpoint (best validation R@1), 'r1', 'r5', 'median_rank' over the test gallery;
+    'order_steps' and 'retrieval_steps' (where each checkpoint stood), 'steps' (the arm's budget
+    of steps), 'step_cost' (token-layer passes per sample per step), 'order_lr' and 'retrieval_lr'
+    (the rates behind each checkpoint; one training when they agree, two when not). Rows 'bag' (an
+    order-blind model), 'bag_oracle' and 'order_oracle' hold group6 only. curves[arm]: (compute,
+    validation group-6, validation R@1) during training. examples: a few test videos for the figure.
     """
 
     config: Config
     seed: int
     metrics: dict[str, dict[str, float]]
-    curves: dict[str, tuple[list[int], list[float]]]
-    losses: dict[str, dict[str, list[float]]]
+    curves: dict[str, tuple[list[int], list[float], list[float]]]
     examples: list[dict]
     unseen_fraction: float
 
 
-def _test_videos(
-    test_features: np.ndarray, test_labels: np.ndarray, config: Config, seed: int
-) -> tuple[VideoBatch, VideoBatch]:
-    """The seed's test videos for group-6 (random triplets) and its retrieval gallery (distinct triplets)."""
-    generator = np.random.default_rng(1_000_003 + seed)
-    test_triplets = np.array(TRIPLETS)[generator.integers(0, len(TRIPLETS), config.test_groups)]
-    videos = make_videos(test_features, test_labels, test_triplets, generator)
-    gallery_triplets = np.array(TRIPLETS)[generator.choice(len(TRIPLETS), config.gallery, replace=False)]
-    return videos, make_videos(test_features, test_labels, gallery_triplets, generator)
-
-
 def run(config: Config | None = None, *, seed: int = 0) -> Result:
-    """Build the videos, fit the frozen frame encoder, train every arm, and score them on test videos."""
+    """Build the videos, train every arm, and score each on the test sets at its two checkpoints.
+
+    Arms that train the same recipe at the same rate (a falsifier's stand-in) share one training: the
+    same inputs give the same weights.
+    """
     config = config or Config()
     if not isinstance(config, Config):
         raise TypeError(f"config must be a victor.Config, got {type(config).__name__}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    split = digits.split()
-    encoder = fit_frame_encoder(split.train_images, config.feature_dim)
-    train_features = encoder(split.train_images)
-    test_features = encoder(split.test_images)
-    test_videos, gallery = _test_videos(test_features, split.test_labels, config, seed)
-    test_group = make_group6(test_videos)
-    eval_group = Group6(
-        *(x[: config.eval_groups] for x in (test_group.frames, test_group.labels, test_group.tokens, test_group.answer))
-    )
-
+    pools = image_pools(config.feature_dim)
+    sets = evaluation_sets(config, seed)
     metrics: dict[str, dict[str, float]] = {}
-    curves, losses = {}, {}
+    curves = {}
+    validation = (sets.validation_group, sets.validation_gallery)
+    trained: dict[tuple[str, float], TrainedArm] = {}  # one training per recipe and rate, shared by the arms
     for arm in config.arms:
-        trained = train_arm(arm, train_features, split.train_labels, eval_group, config, seed)
-        accuracy = group6_accuracy(group6_scores(trained.model, test_group), test_group.answer)
-        ranks = retrieval_ranks(
-            pooled_features(trained.model, tokens=gallery.tokens), pooled_features(trained.model, frames=gallery.frames)
-        )
+        rates = {c: learning_rate(arm, config, c) for c in CHECKPOINTS}
+        for lr in sorted(set(rates.values())):
+            if (recipe(arm, config), lr) not in trained:
+                trained[recipe(arm, config), lr] = train_arm(arm, pools.train, validation, config, seed, lr)
+        by_order = trained[recipe(arm, config), rates["order"]]
+        by_retrieval = trained[recipe(arm, config), rates["retrieval"]]
+        model = by_order.model
+        model.load_state_dict(by_order.order.state)
+        accuracy = group6_accuracy(group6_scores(model, sets.test_group), sets.test_group.answer)
+        twin = retrieval_metrics(gallery_ranks(model, sets.twin_gallery))
+        twin6 = twin_accuracy(model, sets.twin_gallery, layout(config.segments).group_size)
+        model.load_state_dict(by_retrieval.retrieval.state)
         metrics[arm] = {
             "group6": accuracy,
             "solved": float(accuracy >= SOLVED),
-            **retrieval_metrics(ranks),
-            "steps": float(trained.steps),
-            "step_cost": float(step_cost(arm)),
+            "twin6": twin6,
+            "twin_r1": twin["r1"],
+            **retrieval_metrics(gallery_ranks(model, sets.gallery)),
+            "order_steps": float(by_order.order.step),
+            "retrieval_steps": float(by_retrieval.retrieval.step),
+            "steps": float(by_order.steps),
+            "step_cost": float(step_cost(recipe(arm, config), config.segments)),
+            "order_lr": rates["order"],
+            "retrieval_lr": rates["retrieval"],
         }
-        curves[arm] = (trained.curve_compute, trained.curve_group6)
-        losses[arm] = trained.losses
-    metrics["bag_oracle"] = {"group6": group6_accuracy(bag_oracle_scores(test_group), test_group.answer)}
-    metrics["order_oracle"] = {"group6": group6_accuracy(order_oracle_scores(test_group), test_group.answer)}
+        curves[arm] = (by_order.curve_compute, by_order.curve_group6, by_retrieval.curve_r1)
+    bag = new_model(config, positional=False).eval()  # untrained: order-blind for any weights
+    group = sets.test_group
+    metrics["bag"] = {"group6": group6_accuracy(group6_scores(bag, group), group.answer)}
+    metrics["bag_oracle"] = {"group6": group6_accuracy(bag_oracle_scores(group), group.answer)}
+    metrics["order_oracle"] = {"group6": group6_accuracy(order_oracle_scores(group), group.answer)}
     examples = [
         {
-            "images": split.test_images[test_videos.image_index[i]],
-            "triplet": test_videos.triplet[i].tolist(),
-            "caption": caption(test_videos.triplet[i]),
+            "images": pools.test.images[sets.test_videos.image_index[i]],
+            "events": sets.test_videos.events[i].tolist(),
+            "caption": caption(sets.test_videos.events[i]),
         }
         for i in range(3)
     ]
-    return Result(config, seed, metrics, curves, losses, examples, split.unseen_fraction())
+    return Result(config, seed, metrics, curves, examples, pools.unseen_fraction)
+
+
+#: The arms of the boundary sweep: the task that carries the order gain, and the baseline.
+BOUNDARY_ARMS = ("cooccur", "frame_order")
+
+
+def order_gain(config: Config, seed: int) -> float:
+    """Test group-6 accuracy of the frame-order arm minus co-occurrence's, each at its order checkpoint.
+
+    With one segment a question holds a single candidate, which every model picks: both arms score 1
+    whatever their weights, so the gain is 0 without training either.
+    """
+    if layout(config.segments).group_size == 1:
+        return 0.0
+    result = run(replace(config, arms=BOUNDARY_ARMS), seed=seed)
+    return result.metrics["frame_order"]["group6"] - result.metrics["cooccur"]["group6"]
+
+
+def segments_boundary(config: Config, points: Sequence[int], seeds: Sequence[int]) -> Boundary:
+    """Where the order gain lives: Δ group-6 (frame order − co-occurrence) across the segments per video.
+
+    With one segment there is no order: the group holds a single candidate, both arms score 1 and
+    the gain is zero. With k segments a question holds min(k!, 6) orders.
+    """
+    return sweep(
+        lambda k, seed: order_gain(replace(config, segments=int(k)), seed),
+        points,
+        seeds,
+        parameter="segments per video k",
+        delta_name="Δ group-6 (frame order − co-occurrence)",
+    )

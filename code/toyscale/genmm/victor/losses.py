@@ -3,14 +3,11 @@ frame modeling, and dual video-sentence alignment (in-batch and against momentum
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .data import CLS, MASK, caption_segments
+from .data import MASK
 
 
 def info_nce(
@@ -49,27 +46,27 @@ def masked_language_modeling(logits: Tensor, tokens: Tensor, masked: Tensor) -> 
     return F.cross_entropy(logits[masked], tokens[masked])
 
 
-def shuffle_caption(triplet: Sequence[int], order: Sequence[int]) -> np.ndarray:
-    """The caption with its three segments in `order`: [CLS] + segment[order[0]] + …"""
-    segments = caption_segments(triplet)
-    return np.array([CLS] + [t for k in order for t in segments[k]], dtype=np.int64)
-
-
 def order_loss(logits: Tensor, labels: Tensor) -> Tensor:
-    """MSOM: L = −mean log p(π | shuffled caption), π each sample's own one of the 6 permutations."""
+    """MSOM: L = −mean log p(π | shuffled caption, video), π each sample's own one of the k! orders.
+
+    The logits come from the cross encoder's [CLS] state over the shuffled caption and the video.
+    A shuffled caption is itself another video's true caption (its segments are alike), so the
+    permutation cannot be read from the text: the model must compare the text's order with the
+    frames'.
+    """
     return F.cross_entropy(logits, labels)
 
 
 def frame_order_loss(text: Tensor, candidates: Tensor, label: Tensor, temperature: float) -> Tensor:
-    """Contrastive MFOM: the sentence picks the video's true segment order among its 6 orders.
+    """Contrastive MFOM: the sentence picks the video's true segment order among its candidate orders.
 
-    text (n, d): pooled sentence features; candidates (n, 6, d): pooled features of the video's
-    segments played in each of the 6 orders (their positions drawn per sample); label (n,):
-    where the true order sits. L = −mean log softmax_k(norm(t)·norm(c_k)/τ)[label].
+    text (n, d): pooled sentence features; candidates (n, m, d): pooled features of the video's
+    segments played in m orders, the true one among them (their positions drawn per sample);
+    label (n,): where the true order sits. L = −mean log softmax_k(norm(t)·norm(c_k)/τ)[label].
 
-    In the toy world any order of three digits is a valid video, so a video alone cannot tell
-    its order was shuffled; only the sentence can. This is the task that shows a model
-    reordered videos: the training-image twin of the group-6 test.
+    In the toy world any order of the digits is a valid video, so a video alone cannot tell its
+    order was shuffled; only the sentence can. The task is contrastive training on reordered hard
+    negatives, defined by the caption: the group-6 test's own format, run on training images.
     """
     t, c = F.normalize(text, dim=-1), F.normalize(candidates, dim=-1)
     # z_k = t · c_k / τ

@@ -6,9 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from .data import (
-    CAPTION_LENGTH,
     N_FRAMES,
-    PERMUTATIONS,
     VOCAB,
 )
 
@@ -26,18 +24,18 @@ class TextEncoder(nn.Module):
     bind a word to its place (position embeddings, attention and the feed-forward layer can).
     """
 
-    def __init__(self, width: int, layers: int, heads: int, out: int) -> None:
+    def __init__(self, width: int, layers: int, heads: int, out: int, length: int) -> None:
         super().__init__()
         self.tokens = nn.Embedding(len(VOCAB), width)
-        self.position = nn.Parameter(torch.randn(CAPTION_LENGTH, width))  # as large as the token embeddings
+        self.position = nn.Parameter(torch.randn(length, width))  # as large as the token embeddings
         self.layers = nn.Sequential(*[_layer(width, heads) for _ in range(layers)])
         self.norm = nn.LayerNorm(width)
         self.project = nn.Linear(width, out)
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """(hidden states (n, L, width), pooled feature (n, out))."""
-        if tokens.shape[1] != CAPTION_LENGTH:
-            raise ValueError(f"tokens must have {CAPTION_LENGTH} positions, got {tokens.shape[1]}")
+        if tokens.shape[1] != len(self.position):
+            raise ValueError(f"tokens must have {len(self.position)} positions, got {tokens.shape[1]}")
         h = self.norm(self.layers(self.tokens(tokens) + self.position))
         return h, self.project(h.mean(dim=1))
 
@@ -74,7 +72,10 @@ class VideoEncoder(nn.Module):
 
 
 class CrossEncoder(nn.Module):
-    """Joint layers over [text states; video states] with a modality embedding; MLM reads its text part."""
+    """Joint layers over [text states; video states] with a modality embedding.
+
+    MLM reads its text part; sentence-order modeling reads its first state (the caption's [CLS]).
+    """
 
     def __init__(self, width: int, layers: int, heads: int) -> None:
         super().__init__()
@@ -89,13 +90,26 @@ class CrossEncoder(nn.Module):
 
 
 class Victor(nn.Module):
-    """The query network: three encoders and a head per proxy task."""
+    """The query network: three encoders and a head per proxy task.
 
-    def __init__(self, feature_dim: int, width: int, layers: int, heads: int, out: int, positional: bool) -> None:
+    length: caption tokens; orders: the k! segment orders sentence-order modeling classifies.
+    """
+
+    def __init__(
+        self,
+        feature_dim: int,
+        width: int,
+        layers: int,
+        heads: int,
+        out: int,
+        positional: bool,
+        length: int,
+        orders: int,
+    ) -> None:
         super().__init__()
-        self.text = TextEncoder(width, layers, heads, out)
+        self.text = TextEncoder(width, layers, heads, out, length)
         self.video = VideoEncoder(feature_dim, width, layers, heads, out, positional)
         self.cross = CrossEncoder(width, 1, heads)
         self.mlm_head = nn.Linear(width, len(VOCAB))  # masked language modeling: a word per position
-        self.sentence_order_head = nn.Linear(width, len(PERMUTATIONS))  # which of 6 segment orders
+        self.sentence_order_head = nn.Linear(width, orders)  # which of the k! segment orders
         self.frame_head = nn.Linear(width, feature_dim)  # masked frame modeling: the frame's feature

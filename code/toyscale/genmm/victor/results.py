@@ -1,106 +1,139 @@
-"""The committed results: five seeds of the default configuration, which the notebook loads (the tests
-and `reproduce` recompute everything and never read them)."""
+"""The committed results (`data/genmm/victor_results.npz`): what the notebook shows but cannot recompute in budget.
+
+Five book seeds of the default configuration (every arm, the claims table) and the boundary sweep over
+the number of segments per video (CLAIMS.md §7). Rebuild with `python -m toyscale data --rebuild
+victor_results`. The tests and `reproduce` recompute everything and never read this file; the notebook
+retrains the baseline and the method arm of seed 0 and compares, and a test reruns one boundary point.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from toyscale.genmm import digits
+from toyscale.core import BOOK_SEEDS
+from toyscale.core.boundary import Boundary, sweep
 
-from .data import (
-    caption,
-    fit_frame_encoder,
-)
-from .experiment import (
-    Result,
-    _test_videos,
-    run,
-)
-from .training import (
-    Config,
-)
+from .data import caption
+from .experiment import ORACLES, Result, evaluation_sets, order_gain, run
+from .training import Config
 
-RESULT_METRICS = ("group6", "solved", "r1", "r5", "median_rank", "steps", "step_cost")
-REFERENCE_SEEDS = (0, 1, 2, 3, 4)
-ORACLES = ("bag_oracle", "order_oracle")
+#: Segments per video of the boundary sweep: from one (no order at all) to four.
+SEGMENT_POINTS = (1, 2, 3, 4)
 
 
-def reference_arrays(seeds: Sequence[int] = REFERENCE_SEEDS) -> dict[str, np.ndarray]:
-    """Run the default configuration for `seeds` and pack what the notebook shows into arrays.
+@dataclass
+class Reference:
+    """The committed results, unpacked: per-seed Results and the boundary over segments."""
 
-    metrics (seeds, arms + oracles, RESULT_METRICS), NaN where a row has no such metric;
-    compute (arms, points) and group6_curves (seeds, arms, points); the first seed's example videos
-    (images uint8 (3, 6, 8, 8), triplets (3, 3)); the seeds and the unseen-image fraction.
-    """
+    results: list[Result]
+    boundary: Boundary
+
+
+def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]:
+    """Run the default configuration on `seeds`, sweep the segments on the same seeds, and pack both."""
     config = Config()
     results = [run(config, seed=s) for s in seeds]
-    rows = (*config.arms, *ORACLES)
-    metrics = np.full((len(results), len(rows), len(RESULT_METRICS)), np.nan)
+    return pack(results, segment_sweep(results))
+
+
+def segment_sweep(results: Sequence[Result], points: Sequence[int] = SEGMENT_POINTS) -> Boundary:
+    """The boundary over segments on the seeds of `results`; their own gain is the default point."""
+    config = results[0].config
+    known = {r.seed: r.metrics["frame_order"]["group6"] - r.metrics["cooccur"]["group6"] for r in results}
+    return sweep(
+        lambda k, seed: known[seed] if k == config.segments else order_gain(replace(config, segments=int(k)), seed),
+        points,
+        [r.seed for r in results],
+        parameter="segments per video k",
+        delta_name="Δ group-6 (frame order − co-occurrence)",
+    )
+
+
+def pack(results: Sequence[Result], boundary: Boundary) -> dict[str, np.ndarray]:
+    """The arrays of the committed file.
+
+    metrics (seeds, rows, metric names), NaN where a row has no such metric; curves (seeds, arms,
+    3, points): compute, validation group-6 and validation R@1, NaN-padded; seed 0's example videos;
+    the boundary's arrays under 'boundary_'.
+    """
+    config = results[0].config
+    rows = [*config.arms, *ORACLES]
+    names = sorted({name for r in results for row in rows for name in r.metrics[row]})
+    metrics = np.full((len(results), len(rows), len(names)), np.nan)
     for i, result in enumerate(results):
         for j, row in enumerate(rows):
-            for k, name in enumerate(RESULT_METRICS):
+            for k, name in enumerate(names):
                 metrics[i, j, k] = result.metrics[row].get(name, np.nan)
-    compute = np.array([results[0].curves[arm][0] for arm in config.arms], dtype=np.int64)
-    curves = np.array([[result.curves[arm][1] for arm in config.arms] for result in results])
+    points = max(len(r.curves[arm][0]) for r in results for arm in config.arms)
+    curves = np.full((len(results), len(config.arms), 3, points), np.nan)
+    for i, result in enumerate(results):
+        for a, arm in enumerate(config.arms):
+            series = np.array(result.curves[arm], dtype=np.float64)
+            curves[i, a, :, : series.shape[1]] = series
     examples = results[0].examples
-    return {
-        "seeds": np.array(seeds, dtype=np.int64),
+    arrays = {
+        "seeds": np.array([r.seed for r in results], dtype=np.int64),
+        "arms": np.array(config.arms),
+        "rows": np.array(rows),
+        "metric_names": np.array(names),
         "metrics": metrics,
-        "compute": compute,
-        "group6_curves": curves,
+        "curves": curves,
         "example_images": np.stack([e["images"] for e in examples]).astype(np.uint8),
-        "example_triplets": np.array([e["triplet"] for e in examples], dtype=np.int64),
+        "example_events": np.array([e["events"] for e in examples], dtype=np.int64),
         "unseen_fraction": np.array([results[0].unseen_fraction]),
     }
+    arrays.update({f"boundary_{key}": value for key, value in boundary.as_arrays().items()})
+    return arrays
 
 
-def results_from_arrays(arrays: dict[str, np.ndarray]) -> list[Result]:
-    """The per-seed Results (metrics, curves, seed 0's examples) stored by `reference_arrays`."""
+def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
+    """Unpack what `reference_arrays` stored (metrics and curves; seed 0 holds the examples)."""
     config = Config()
-    rows = (*config.arms, *ORACLES)
+    arms = [str(a) for a in arrays["arms"]]
+    rows = [str(r) for r in arrays["rows"]]
+    names = [str(n) for n in arrays["metric_names"]]
+    examples = [
+        {"images": images, "events": events.tolist(), "caption": caption(events)}
+        for images, events in zip(arrays["example_images"], arrays["example_events"], strict=True)
+    ]
     results = []
     for i, seed in enumerate(arrays["seeds"].tolist()):
+        grid = arrays["metrics"][i]
         metrics = {
-            row: {
-                name: float(arrays["metrics"][i, j, k])
-                for k, name in enumerate(RESULT_METRICS)
-                if not np.isnan(arrays["metrics"][i, j, k])
-            }
+            row: {name: float(grid[j, k]) for k, name in enumerate(names) if not np.isnan(grid[j, k])}
             for j, row in enumerate(rows)
         }
-        curves = {
-            arm: (arrays["compute"][a].tolist(), arrays["group6_curves"][i, a].tolist())
-            for a, arm in enumerate(config.arms)
-        }
-        examples = [
-            {"images": images, "triplet": triplet.tolist(), "caption": caption(triplet)}
-            for images, triplet in zip(arrays["example_images"], arrays["example_triplets"], strict=True)
-        ]
+        curves = {}
+        for a, arm in enumerate(arms):
+            series = arrays["curves"][i, a]
+            keep = ~np.isnan(series[0])
+            curves[arm] = (series[0, keep].astype(int).tolist(), series[1, keep].tolist(), series[2, keep].tolist())
         unseen = float(arrays["unseen_fraction"][0])
-        results.append(Result(config, seed, metrics, curves, {}, examples if i == 0 else [], unseen))
-    return results
+        results.append(Result(config, int(seed), metrics, curves, examples if i == 0 else [], unseen))
+    boundary = Boundary.from_arrays(
+        {key.removeprefix("boundary_"): value for key, value in arrays.items() if key.startswith("boundary_")}
+    )
+    return Reference(results, boundary)
 
 
-def reference_results() -> list[Result]:
-    """The committed results of the default configuration for seeds 0–4 (data/genmm/victor_results.npz)."""
+def reference() -> Reference:
+    """The committed results of the default configuration on the book's seeds (checksum-verified)."""
     from toyscale.datasets import ARTIFACTS
 
-    return results_from_arrays(ARTIFACTS["victor_results"].load())
+    return reference_from_arrays(ARTIFACTS["victor_results"].load())
 
 
 def video_reference_arrays() -> dict[str, np.ndarray]:
-    """The data card's fingerprint: the test videos and group-6 sets of seed 0 at the default config.
+    """The data card's fingerprint: the test videos behind seed 0's group-6 sets at the default config.
 
-    Integer arrays only: triplets, segment lengths, image indices into the test split, tokens.
+    Integer arrays only: digits in order, segment lengths, image indices into the test pool, tokens.
     """
-    config = Config()
-    split = digits.split()
-    encoder = fit_frame_encoder(split.train_images, config.feature_dim)
-    videos = _test_videos(encoder(split.test_images), split.test_labels, config, seed=0)[0]
+    videos = evaluation_sets(Config(), seed=0).test_videos
     return {
-        "triplet": videos.triplet.astype(np.int64),
+        "events": videos.events.astype(np.int64),
         "lengths": videos.lengths.astype(np.int64),
         "image_index": videos.image_index.astype(np.int64),
         "tokens": videos.tokens.astype(np.int64),

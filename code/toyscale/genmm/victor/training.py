@@ -1,11 +1,14 @@
-"""The arms (one architecture, different losses), their compute per step, the momentum encoder with
-its queues, and the training loop at equal compute."""
+"""The arms (one architecture, different losses), their compute per step, the momentum encoder with its
+queues, and the training loop: equal compute, each arm's learning rate chosen on validation, and two
+checkpoints per arm chosen on validation (its best group-6, its best retrieval)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -17,15 +20,19 @@ from toyscale.core.seeding import seed_everything
 from toyscale.genmm import digits
 
 from .data import (
-    CAPTION_LENGTH,
     N_FRAMES,
-    PERMUTATIONS,
-    TRIPLETS,
+    SEGMENTS,
     Group6,
+    Pool,
     VideoBatch,
+    candidate_orders,
+    caption_tokens,
     group6_accuracy,
+    layout,
     make_videos,
-    reorder_segments,
+    random_events,
+    reorder,
+    scramble_captions,
 )
 from .losses import (
     MemoryQueue,
@@ -37,51 +44,93 @@ from .losses import (
     momentum_update,
     order_loss,
     queue_alignment_loss,
-    shuffle_caption,
 )
 from .model import (
     Victor,
 )
 
-ARMS = ("cooccur", "sentence_order", "order_tasks", "victor", "bag")
+ARMS = (
+    "cooccur",
+    "cooccur_steps",
+    "sentence_order",
+    "frame_order",
+    "masked_frame",
+    "order_tasks",
+    "victor",
+    "shuffled",
+)
 TASKS = {
     "cooccur": ("mlm", "align"),
+    "cooccur_steps": ("mlm", "align"),
     "sentence_order": ("mlm", "align", "sentence_order"),
+    "frame_order": ("mlm", "align", "frame_order"),
+    "masked_frame": ("mlm", "align", "masked_frame"),
     "order_tasks": ("mlm", "align", "sentence_order", "frame_order", "masked_frame"),
     "victor": ("mlm", "align", "sentence_order", "frame_order", "masked_frame", "queue"),
-    "bag": ("mlm", "align"),
+    "shuffled": ("mlm", "align", "frame_order"),
 }
-# Encoder tokens each task pushes through a layer per sample; a pass with gradients costs 3
-# (forward + backward), a momentum pass without gradients 1. The cost of a step is their sum.
-PASS_COST = {
-    "mlm": 3 * (CAPTION_LENGTH + (CAPTION_LENGTH + N_FRAMES)),  # masked caption + cross encoder
-    "align": 3 * (CAPTION_LENGTH + N_FRAMES),  # the caption and the video
-    "sentence_order": 3 * CAPTION_LENGTH,  # a shuffled caption
-    "frame_order": 3 * len(PERMUTATIONS) * N_FRAMES,  # the video in its 6 segment orders
-    "masked_frame": 3 * N_FRAMES,  # a video with one frame masked
-    "queue": 1 * (CAPTION_LENGTH + N_FRAMES),  # the momentum encoder's keys
+EQUAL_STEPS = ("cooccur_steps",)  # arms given the Victor arm's steps instead of its compute
+SCRAMBLED = ("shuffled",)  # arms trained on captions that name their digits in a random order (the control)
+METHOD_ARMS = ("frame_order", "victor")  # the arms the claims credit: what a falsifier's stand-in replaces
+LEARNING_RATE_GRID = (3e-3, 1e-2, 3e-2)  # AdamW rates every arm is tuned over, on validation
+CHECKPOINTS = ("order", "retrieval")  # an arm's two checkpoints: best validation group-6, best validation R@1
+# Each arm's (order, retrieval) rate: the best mean validation group-6 and the best mean validation R@1
+# over LEARNING_RATE_GRID on tuning seeds 1100–1101 (the record: calibration/learning_rates.json beside
+# this package, written by `python -m toyscale.genmm.victor.tuning`).
+LEARNING_RATES = {
+    "cooccur": (0.003, 0.01),
+    "cooccur_steps": (0.01, 0.01),
+    "sentence_order": (0.01, 0.01),
+    "frame_order": (0.01, 0.01),
+    "masked_frame": (0.01, 0.01),
+    "order_tasks": (0.01, 0.003),
+    "victor": (0.01, 0.003),
+    "shuffled": (0.03, 0.01),
 }
 
 
-def step_cost(arm: str) -> int:
+TUNING_RECORD = Path(__file__).parent / "calibration" / "learning_rates.json"
+
+
+def load_tuning() -> dict:
+    """The committed tuning record (`tuning`): every arm's validation scores at every rate, the rates chosen."""
+    return json.loads(TUNING_RECORD.read_text())
+
+
+def pass_cost(task: str, segments: int = SEGMENTS) -> int:
+    """Encoder tokens a task pushes through a layer per sample; a pass with gradients counts 3
+    (forward + backward), a momentum pass without gradients 1. A step costs the sum over its tasks."""
+    grid = layout(segments)
+    text, video = grid.caption_length, N_FRAMES
+    costs = {
+        "mlm": 3 * (text + (text + video)),  # the masked caption, then the cross encoder over caption and video
+        "align": 3 * (text + video),  # the caption and the video
+        "sentence_order": 3 * (text + (text + video)),  # a shuffled caption, then a cross pass with the video
+        "frame_order": 3 * grid.group_size * video,  # the video in its candidate segment orders
+        "masked_frame": 3 * video,  # the video with one frame masked
+        "queue": 1 * (text + video),  # the momentum encoder's keys
+    }
+    if task not in costs:
+        raise ValueError(f"task must be one of {sorted(costs)}, got {task!r}")
+    return costs[task]
+
+
+def step_cost(arm: str, segments: int = SEGMENTS) -> int:
     """Token-layer passes per sample of one training step of `arm` (gradient passes count 3)."""
     if arm not in TASKS:
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
-    return sum(PASS_COST[task] for task in TASKS[arm])
+    return sum(pass_cost(task, segments) for task in TASKS[arm])
 
 
-BAG_SHARE = 0.25  # the bag-of-digits control gets this share of the budget (its group-6 is 1/6 for any weights)
-
-
-def arm_steps(arm: str, budget_steps: int) -> int:
+def arm_steps(arm: str, budget_steps: int, segments: int = SEGMENTS) -> int:
     """Steps that give `arm` the compute of `budget_steps` steps of the full Victor arm.
 
-    The bag-of-digits control is the exception: it scores every group-6 candidate alike for
-    any weights, so it gets BAG_SHARE of the compute, which is enough to show that training
-    does not change that.
+    The arms in EQUAL_STEPS get the Victor arm's steps instead (less compute): the comparison that
+    tells fewer alignment steps from interference between the tasks.
     """
-    share = BAG_SHARE if arm == "bag" else 1.0
-    return max(1, round(share * budget_steps * step_cost("victor") / step_cost(arm)))
+    if arm in EQUAL_STEPS:
+        return budget_steps
+    return max(1, round(budget_steps * step_cost("victor", segments) / step_cost(arm, segments)))
 
 
 @dataclass(frozen=True)
@@ -93,18 +142,23 @@ class Config:
     layers: int = 1  # layers of the text and video encoders (the cross encoder has one)
     heads: int = 2  # attention heads
     out: int = 32  # pooled feature size used for alignment and retrieval
-    budget_steps: int = 200  # steps of the full Victor arm; the cheaper arms get the same compute
+    segments: int = SEGMENTS  # digits (segments) per video: how much order there is to learn
+    budget_steps: int = 200  # steps of the full Victor arm; the other arms get the same compute
     batch_size: int = 32  # videos per step
-    lr: float = 1e-2  # AdamW learning rate (linear warm-up, cosine decay to 0)
+    lr: float | None = None  # AdamW rate (warm-up, cosine decay to 0); None: each arm's tuned LEARNING_RATES
     temperature: float = 0.1  # τ of every InfoNCE loss
     mlm_rate: float = 0.15  # share of caption characters masked for MLM
     queue_size: int = 1024  # memory queue entries (video and text keys)
     momentum: float = 0.98  # m of the momentum (key) encoder
-    eval_every: int = 25  # compute-equivalent steps between group-6 measurements during training
-    eval_groups: int = 100  # groups in each group-6 measurement during training
-    test_groups: int = 300  # groups in the final group-6 accuracy
-    gallery: int = 200  # test videos (distinct ordered triplets) in the retrieval gallery
-    arms: tuple[str, ...] = ARMS  # the arms to train
+    eval_every: int = 25  # compute-equivalent steps between validation measurements (checkpoint choices)
+    validation_groups: int = 100  # group-6 sets of validation videos, for the order checkpoint
+    validation_gallery: int = 100  # validation videos (distinct captions), for the retrieval checkpoint
+    test_groups: int = 300  # group-6 sets of test videos: the final group-6 accuracy
+    gallery: int = 200  # test videos (distinct captions) in the retrieval gallery (at most one per caption)
+    twin_families: int = 40  # digit sets in the twin gallery, each in its candidate orders (at most all sets)
+    arms: tuple[str, ...] = ARMS  # the arms to train (a falsifier trains only those its claims read)
+    proxy_weight: float = 1.0  # weight of the proxy tasks beyond MLM and alignment in every arm (0: switched off)
+    stand_in: str = ""  # an arm whose recipe every arm of METHOD_ARMS trains instead (a falsifier's change)
 
     def __post_init__(self) -> None:
         for name in (
@@ -113,13 +167,16 @@ class Config:
             "layers",
             "heads",
             "out",
+            "segments",
             "budget_steps",
             "batch_size",
             "queue_size",
             "eval_every",
-            "eval_groups",
+            "validation_groups",
+            "validation_gallery",
             "test_groups",
             "gallery",
+            "twin_families",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -128,39 +185,103 @@ class Config:
             raise ValueError(f"heads must divide width, got heads={self.heads} and width={self.width}")
         if self.feature_dim > digits.SIDE**2:
             raise ValueError(f"feature_dim must be at most 64, got {self.feature_dim}")
-        if self.gallery > len(TRIPLETS):
-            raise ValueError(f"gallery must be at most {len(TRIPLETS)} (distinct captions), got {self.gallery}")
+        if self.segments > N_FRAMES:
+            raise ValueError(f"segments must be at most {N_FRAMES} (one frame each), got {self.segments}")
         if not 0 < self.mlm_rate < 1:
             raise ValueError(f"mlm_rate must lie in (0, 1), got {self.mlm_rate}")
         if not 0 <= self.momentum < 1:
             raise ValueError(f"momentum must lie in [0, 1), got {self.momentum}")
-        if not self.lr > 0 or not self.temperature > 0:
-            raise ValueError(f"lr and temperature must be > 0, got {self.lr} and {self.temperature}")
+        if (self.lr is not None and not self.lr > 0) or not self.temperature > 0:
+            raise ValueError(f"lr (or None) and temperature must be > 0, got {self.lr} and {self.temperature}")
+        if not self.proxy_weight >= 0:
+            raise ValueError(f"proxy_weight must be >= 0, got {self.proxy_weight}")
         unknown = [a for a in self.arms if a not in ARMS]
-        if unknown or not self.arms:
-            raise ValueError(f"arms must be a non-empty subset of {ARMS}, got {self.arms}")
+        if unknown or not self.arms or len(set(self.arms)) != len(self.arms):
+            raise ValueError(f"arms must be a non-empty subset of {ARMS} without repeats, got {self.arms}")
+        if self.stand_in and self.stand_in not in ARMS:
+            raise ValueError(f"stand_in must be '' or one of {ARMS}, got {self.stand_in!r}")
 
     @classmethod
     def fast(cls) -> Config:
-        """A smaller budget and evaluation sets for tests."""
+        """For tests: half the budget, smaller evaluation sets, only the arms the tests check, and every
+        arm at one rate (0.01, the rate most arms chose on validation), so each arm trains once."""
         return cls(
-            budget_steps=150,
-            test_groups=200,
-            gallery=150,
-            eval_every=50,
-            arms=("cooccur", "order_tasks", "victor", "bag"),
+            budget_steps=100,
+            lr=1e-2,
+            validation_groups=60,
+            validation_gallery=60,
+            test_groups=150,
+            gallery=120,
+            twin_families=25,
+            arms=("cooccur", "frame_order", "victor", "shuffled"),
         )
+
+
+def recipe(arm: str, config: Config) -> str:
+    """The arm whose losses, data and steps `arm` trains: its own, or the falsifier's stand-in for a method arm."""
+    return config.stand_in if config.stand_in and arm in METHOD_ARMS else arm
+
+
+def learning_rate(arm: str, config: Config, checkpoint: str) -> float:
+    """The rate behind `arm`'s order or retrieval checkpoint: config.lr when set, else the rate tuned for
+    that checkpoint of the recipe the arm trains."""
+    if checkpoint not in CHECKPOINTS:
+        raise ValueError(f"checkpoint must be one of {CHECKPOINTS}, got {checkpoint!r}")
+    return config.lr if config.lr is not None else LEARNING_RATES[recipe(arm, config)][CHECKPOINTS.index(checkpoint)]
+
+
+PROXY_TASKS = ("sentence_order", "frame_order", "masked_frame")  # Victor's tasks beyond MLM and alignment
+
+
+def weights(tasks: Sequence[str], config: Config) -> dict[str, float]:
+    """Each task's loss weight. Alignment weighs 1 in every arm: with queues it is split between the
+    in-batch and the queue term (½ each), so no arm gets more alignment than another. The proxy
+    tasks weigh `config.proxy_weight` (1; a falsifier sets 0)."""
+    w = {task: config.proxy_weight if task in PROXY_TASKS else 1.0 for task in tasks}
+    if "queue" in w:
+        w["align"] = w["queue"] = 0.5
+    return w
+
+
+@dataclass
+class Checkpoint:
+    """An arm's weights at its best validation score: where (step), and the score that chose it."""
+
+    step: int
+    score: float
+    state: dict[str, Tensor]
 
 
 @dataclass
 class TrainedArm:
-    """One trained arm: its model, steps taken, and group-6 accuracy during training."""
+    """One trained arm: its two checkpoints, steps taken, and its validation scores during training.
+
+    order: the best validation group-6 accuracy; retrieval: the best validation R@1.
+    """
 
     model: Victor
     steps: int
+    order: Checkpoint
+    retrieval: Checkpoint
+    curve_steps: list[int]  # the arm's steps at each validation measurement
     curve_compute: list[int]  # compute-equivalent steps (of the Victor arm) at each measurement
-    curve_group6: list[float]
-    losses: dict[str, list[float]]
+    curve_group6: list[float]  # validation group-6 accuracy
+    curve_r1: list[float]  # validation R@1
+
+
+def new_model(config: Config, positional: bool = True) -> Victor:
+    """The architecture every arm shares, for videos with `config.segments` segments."""
+    grid = layout(config.segments)
+    return Victor(
+        config.feature_dim,
+        config.width,
+        config.layers,
+        config.heads,
+        config.out,
+        positional,
+        grid.caption_length,
+        len(grid.orders),
+    )
 
 
 @torch.no_grad()
@@ -174,18 +295,31 @@ def pooled_features(model: Victor, frames: np.ndarray | None = None, tokens: np.
 
 @torch.no_grad()
 def group6_scores(model: Victor, group: Group6) -> np.ndarray:
-    """Cosine similarity between each caption and its six candidates, from pooled features."""
+    """Cosine similarity between each caption and its candidates, from pooled features."""
     groups, candidates = group.frames.shape[:2]
     video = pooled_features(model, frames=group.frames.reshape(groups * candidates, N_FRAMES, -1))
     text = pooled_features(model, tokens=group.tokens)
     return (video.reshape(groups, candidates, -1) * text[:, None]).sum(-1).cpu().numpy()
 
 
-def _batch_generator(features: np.ndarray, labels: np.ndarray, seed: int, batch_size: int):
-    generator = np.random.default_rng(seed)
-    while True:
-        triplets = np.array(TRIPLETS)[generator.integers(0, len(TRIPLETS), batch_size)]
-        yield make_videos(features, labels, triplets, generator), generator
+def retrieval_ranks(text: Tensor, video: Tensor) -> np.ndarray:
+    """Rank (1 = best) of each caption's own video among the gallery, by cosine similarity.
+
+    text and video are (n, d) normalised features, row i of each from the same video.
+    """
+    scores = (text @ video.T).cpu().numpy()
+    own = scores[np.arange(len(scores)), np.arange(len(scores))]
+    return 1 + (scores > own[:, None]).sum(axis=1)
+
+
+def gallery_ranks(model: Victor, gallery: VideoBatch) -> np.ndarray:
+    """Text→video ranks of every caption of the gallery among its videos."""
+    return retrieval_ranks(pooled_features(model, tokens=gallery.tokens), pooled_features(model, frames=gallery.frames))
+
+
+def _streams(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
+    """Two generators: the training videos (the same for every arm) and the tasks' own draws."""
+    return np.random.default_rng([seed, 0]), np.random.default_rng([seed, 1])
 
 
 def training_losses(
@@ -195,127 +329,143 @@ def training_losses(
     batch: VideoBatch,
     generator: np.random.Generator,
     torch_generator: torch.Generator,
-    tasks: Sequence[str],
+    tasks: dict[str, float],
     config: Config,
 ) -> tuple[dict[str, Tensor], tuple[Tensor, Tensor] | None]:
-    """Every proxy-task loss of one step, for the tasks of an arm, and the momentum keys (or None).
+    """Every proxy-task loss of one step (the tasks with a non-zero weight), and the momentum keys (or None).
 
     The inputs of all tasks go through each encoder as one stacked batch (the caption, its
-    masked copy and its shuffled copy through the text encoder; the video, its six segment orders
-    and its copy with a masked frame through the video encoder), so a step costs a few large
-    passes.
-    Permutations and masks are drawn per sample.
+    masked copy and its shuffled copy through the text encoder; the video, its candidate segment
+    orders and its copy with a masked frame through the video encoder), so a step costs a few
+    large passes. Permutations and masks are drawn per sample.
     """
     on = next(model.parameters()).device
     n = len(batch.caption_id)
+    grid = layout(batch.events.shape[1])
+    active = {task for task, w in tasks.items() if w > 0}
     frames = torch.as_tensor(batch.frames, device=on)
     tokens = torch.as_tensor(batch.tokens, device=on)
     caption_id = torch.as_tensor(batch.caption_id, device=on)
     masked_tokens, masked = mask_caption(tokens, config.mlm_rate, torch_generator)
-    text_in, video_in, frame_mask = (
-        [tokens, masked_tokens],
-        [frames],
-        [torch.zeros(n, N_FRAMES, dtype=torch.bool, device=on)],
-    )
-    if "sentence_order" in tasks:
-        sentence_perm = generator.integers(0, len(PERMUTATIONS), n)  # one permutation per sample
-        text_in.append(
-            torch.as_tensor(
-                np.stack([shuffle_caption(batch.triplet[i], PERMUTATIONS[p]) for i, p in enumerate(sentence_perm)]),
-                device=on,
-            )
-        )
-    if "frame_order" in tasks:
-        # candidate k plays the segments in order (k + shift) mod 6; the shift is drawn per sample
-        shift = generator.integers(0, len(PERMUTATIONS), n)
-        frame_label = torch.as_tensor((-shift) % len(PERMUTATIONS), device=on)
-        candidates = [
-            reorder_segments(batch, i, PERMUTATIONS[(k + shift[i]) % len(PERMUTATIONS)])[0]
-            for i in range(n)
-            for k in range(len(PERMUTATIONS))
-        ]
-        video_in.append(torch.as_tensor(np.stack(candidates), device=on))
-        frame_mask.append(torch.zeros(len(candidates), N_FRAMES, dtype=torch.bool, device=on))
-    if "masked_frame" in tasks:
+    text_in, video_in, frame_mask = [tokens, masked_tokens], [frames], [torch.zeros(n, N_FRAMES, dtype=torch.bool)]
+    if "sentence_order" in active:
+        # the caption's segments in order π: the caption of the digits events[π], one π per sample
+        sentence_perm = generator.integers(0, len(grid.orders), n)
+        said = np.take_along_axis(batch.events, np.array(grid.orders)[sentence_perm], axis=1)
+        text_in.append(torch.as_tensor(caption_tokens(said, grid.segments), device=on))
+    if "frame_order" in active:
+        # the candidate orders (the true one in column 0), then shuffled per sample so the label varies
+        orders = candidate_orders(n, grid.segments, generator)
+        placement = np.argsort(generator.random(orders.shape), axis=1)
+        orders = np.take_along_axis(orders, placement, axis=1)
+        frame_label = torch.as_tensor(np.argmin(placement, axis=1), device=on)
+        candidates = reorder(batch, orders)[0]
+        video_in.append(torch.as_tensor(candidates.reshape(-1, N_FRAMES, candidates.shape[-1]), device=on))
+        frame_mask.append(torch.zeros(candidates.shape[0] * candidates.shape[1], N_FRAMES, dtype=torch.bool))
+    if "masked_frame" in active:
         masked_at = torch.as_tensor(generator.integers(0, N_FRAMES, n), device=on)
         video_in.append(frames)
-        frame_mask.append(F.one_hot(masked_at, N_FRAMES).bool())
+        frame_mask.append(F.one_hot(masked_at, N_FRAMES).bool().cpu())
     text_states, text_pooled = model.text(torch.cat(text_in))
-    video_states, video_pooled = model.video(torch.cat(video_in), torch.cat(frame_mask))
+    video_states, video_pooled = model.video(torch.cat(video_in), torch.cat(frame_mask).to(on))
     terms = {
         "mlm": masked_language_modeling(
-            model.mlm_head(model.cross(text_states[n : 2 * n], video_states[:n])[:, :CAPTION_LENGTH]), tokens, masked
+            model.mlm_head(model.cross(text_states[n : 2 * n], video_states[:n])[:, : grid.caption_length]),
+            tokens,
+            masked,
         ),
         "align": alignment_loss(text_pooled[:n], video_pooled[:n], caption_id, config.temperature),
     }
-    if "sentence_order" in tasks:
-        terms["sentence_order"] = order_loss(
-            model.sentence_order_head(text_states[2 * n :, 0]), torch.as_tensor(sentence_perm, device=on)
-        )
-    if "frame_order" in tasks:
-        pooled = video_pooled[n : n + len(PERMUTATIONS) * n].reshape(n, len(PERMUTATIONS), -1)
+    if "sentence_order" in active:
+        # MSOM in the cross encoder: the shuffled caption with the video, read at the caption's [CLS]
+        cls = model.cross(text_states[2 * n :], video_states[:n])[:, 0]
+        terms["sentence_order"] = order_loss(model.sentence_order_head(cls), torch.as_tensor(sentence_perm, device=on))
+    if "frame_order" in active:
+        m = grid.group_size
+        pooled = video_pooled[n : n + m * n].reshape(n, m, -1)
         terms["frame_order"] = frame_order_loss(text_pooled[:n], pooled, frame_label, config.temperature)
-    if "masked_frame" in tasks:
+    if "masked_frame" in active:
         states = video_states[-n:][torch.arange(n, device=on), masked_at]
         terms["masked_frame"] = masked_frame_loss(model.frame_head(states), frames, masked_at, config.temperature)
-    if "queue" in tasks and key_model is not None and queue is not None:
+    keys = None
+    if "queue" in active and key_model is not None and queue is not None:
         with torch.no_grad():
             text_keys, video_keys = key_model.text(tokens)[1], key_model.video(frames)[1]
         terms["queue"] = queue_alignment_loss(
             text_pooled[:n], video_pooled[:n], text_keys, video_keys, caption_id, queue, config.temperature
         )
-        return terms, (video_keys, text_keys)
-    return terms, None
+        keys = (video_keys, text_keys)
+    return {task: tasks[task] * value for task, value in terms.items()}, keys
 
 
 def train_arm(
-    arm: str, features: np.ndarray, labels: np.ndarray, eval_group: Group6, config: Config, seed: int
+    arm: str,
+    train_pool: Pool,
+    validation: tuple[Group6, VideoBatch],
+    config: Config,
+    seed: int,
+    lr: float,
 ) -> TrainedArm:
-    """Train one arm for the compute of `config.budget_steps` Victor steps on training videos.
+    """Train one arm at rate `lr` for the compute of `config.budget_steps` Victor steps on training videos.
 
-    Every arm starts from the same initial weights (same seed) and draws its videos, masks and
-    permutations from the same seeded streams; only the losses (and hence the steps) differ.
+    Every arm starts from the same initial weights (same seed) and sees the same stream of
+    training videos; only the losses (and hence the steps) differ. At every `eval_every`
+    compute-equivalent steps it is scored on the validation group-6 sets and gallery, and the
+    weights with the best score of each are kept: the order and the retrieval checkpoint.
     """
     if arm not in TASKS:
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
-    tasks = TASKS[arm]
+    trains = recipe(arm, config)
+    tasks = weights(TASKS[trains], config)
+    grid = layout(config.segments)
     on = device()
     torch_generator = seed_everything(seed)
-    model = Victor(config.feature_dim, config.width, config.layers, config.heads, config.out, arm != "bag").to(on)
-    key_model = None
-    queue = None
+    model = new_model(config).to(on)
+    key_model, queue = None, None
     if "queue" in tasks:
-        key_model = Victor(config.feature_dim, config.width, config.layers, config.heads, config.out, True).to(on)
+        key_model = new_model(config).to(on)
         key_model.load_state_dict(model.state_dict())
         key_model.requires_grad_(False)
         queue = MemoryQueue(config.queue_size, config.out, on)
-    steps = arm_steps(arm, config.budget_steps)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01, foreach=True)
+    steps = arm_steps(trains, config.budget_steps, config.segments)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=True)
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
         lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)),
     )
-    stream = _batch_generator(features, labels, seed, config.batch_size)
-    eval_steps = sorted(
-        {round(c * steps / config.budget_steps) for c in range(0, config.budget_steps + 1, config.eval_every)}
-    )
-    curve_compute, curve_group6 = [], []
-    losses: dict[str, list[float]] = {task: [] for task in tasks}
+    videos, draws = _streams(seed)
+    compute_per_step = step_cost(trains, config.segments) / step_cost("victor", config.segments)
+    # a validation measurement every `eval_every` compute-equivalent steps, and one at the end
+    points = range(0, config.budget_steps + 1, config.eval_every)
+    eval_steps = sorted({*(min(steps, round(c / compute_per_step)) for c in points), steps})
+    group, gallery = validation
+    curve_compute, curve_group6, curve_r1 = [], [], []
+    best: dict[str, Checkpoint] = {}
     for step in range(steps + 1):
         if step in eval_steps:
             model.eval()
-            # compute spent so far, in steps of the Victor arm
-            curve_compute.append(round(step * step_cost(arm) / step_cost("victor")))
-            curve_group6.append(group6_accuracy(group6_scores(model, eval_group), eval_group.answer))
+            scores = {
+                "order": group6_accuracy(group6_scores(model, group), group.answer),
+                "retrieval": float(np.mean(gallery_ranks(model, gallery) <= 1)),
+            }
+            curve_compute.append(round(step * compute_per_step))
+            curve_group6.append(scores["order"])
+            curve_r1.append(scores["retrieval"])
+            for name, score in scores.items():
+                if name not in best or score > best[name].score:
+                    best[name] = Checkpoint(step, score, {k: v.detach().clone() for k, v in model.state_dict().items()})
             model.train()
         if step == steps:
             break
-        batch, generator = next(stream)
+        events = random_events(config.batch_size, grid.segments, videos)
+        batch = make_videos(train_pool, events, videos)
+        if trains in SCRAMBLED:
+            batch = scramble_captions(batch, draws)
         if key_model is not None:
             # MoCo: the key encoder trails the query encoder by an exponential moving average
             momentum_update(model, key_model, config.momentum)
-        terms, keys = training_losses(model, key_model, queue, batch, generator, torch_generator, tasks, config)
+        terms, keys = training_losses(model, key_model, queue, batch, draws, torch_generator, tasks, config)
         loss = sum(terms.values())
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -323,7 +473,5 @@ def train_arm(
         schedule.step()
         if keys is not None:
             queue.push(*keys, torch.as_tensor(batch.caption_id, device=queue.video.device))
-        for task, value in terms.items():
-            losses[task].append(value.item())
     model.eval()
-    return TrainedArm(model, steps, curve_compute, curve_group6, losses)
+    return TrainedArm(model, steps, best["order"], best["retrieval"], eval_steps, curve_compute, curve_group6, curve_r1)
