@@ -114,5 +114,11 @@ ARTIFACTS: dict[str, Artifact] = {
         Artifact(
             "jrc_results", ("jrc",), "toyscale.recsys.jrc.results:reference_arrays", "data/recsys/jrc_results.npz"
         ),
+        Artifact(
+            "badiff_results",
+            ("badiff",),
+            "toyscale.genmm.badiff.results:reference_arrays",
+            "data/genmm/badiff_results.npz",
+        ),
     ]
 }
