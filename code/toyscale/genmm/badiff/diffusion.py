@@ -92,19 +92,23 @@ class Denoiser(nn.Module):
         return self.output(h), h
 
 
-def attach_quality(model: Denoiser) -> Denoiser:
+def attach_quality(model: Denoiser, seed: int = 0) -> Denoiser:
     """A conditioned copy of an unconditioned denoiser, fine-tuning's starting point (BADiff's minimal change).
 
     The copy gets a quality embedding whose output layer is zero, so e = MLP_t(sin(t)) + 0 and the
-    copy computes exactly the original's x̂₀ for every R until training moves it.
+    copy computes exactly the original's x̂₀ for every R until training moves it. Its hidden layer
+    is drawn from `seed` alone, so every conditioned copy of a run starts alike, whatever came before.
     """
     if model.conditioned:
         raise ValueError("model is already conditioned on the target rate")
     conditioned = copy.deepcopy(model)
     conditioned.conditioned = True
-    conditioned.quality = QualityEmbedding(model.width).to(next(model.parameters()).device)
-    nn.init.zeros_(conditioned.quality.mlp[-1].weight)
-    nn.init.zeros_(conditioned.quality.mlp[-1].bias)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        quality = QualityEmbedding(model.width)
+    nn.init.zeros_(quality.mlp[-1].weight)
+    nn.init.zeros_(quality.mlp[-1].bias)
+    conditioned.quality = quality.to(next(model.parameters()).device)
     return conditioned
 
 

@@ -174,7 +174,7 @@ def train_denoisers(
     trained = {}
     validation = (v_x0, v_t, v_noise, v_pick)
     for name, branch in branches.items():
-        model = attach_quality(trunk) if branch.conditioned else _copy(trunk)
+        model = attach_quality(trunk, seed) if branch.conditioned else _copy(trunk)
         # the same Adam state for the shared weights; the quality embedding joins with a fresh one
         fork = torch.optim.Adam(list(model.parameters())[: len(list(trunk.parameters()))], lr=schedule.lr)
         fork.load_state_dict(copy.deepcopy(optimizer.state_dict()))  # a copy: Adam updates its moments in place
