@@ -59,9 +59,9 @@ def budget_boundary(config: Config, seeds: Sequence[int]) -> Boundary:
     )
 
 
-def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]:
-    """Run the default configuration on `seeds` and pack the claims' numbers and both boundaries."""
-    config = Config()
+def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS, config: Config | None = None) -> dict[str, np.ndarray]:
+    """Run the default configuration (or `config`) on `seeds` and pack the claims' numbers and both boundaries."""
+    config = config or Config()
     results = [run(config, seed=seed) for seed in seeds]
     arms = [*ARMS, *DIAGNOSTICS, *CONTROL_ARMS]
     metrics = np.full((len(results), len(arms), len(METRICS)), np.nan)
@@ -94,9 +94,9 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
     return arrays
 
 
-def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
-    """Unpack what `reference_arrays` stored."""
-    config = Config()
+def reference_from_arrays(arrays: dict[str, np.ndarray], config: Config | None = None) -> Reference:
+    """Unpack what `reference_arrays` stored (made with the default configuration, or `config`)."""
+    config = config or Config()
     arms = [str(a) for a in arrays["arms"]]
     names = [str(n) for n in arrays["metric_names"]]
     results = []
