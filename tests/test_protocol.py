@@ -20,7 +20,6 @@ RE_AUDIT_PENDING = {
     "glvq",
     "ddk",
     "dcpt",
-    "badiff",
     "victor",
     "combatvla",
     "c4",

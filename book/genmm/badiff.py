@@ -414,7 +414,14 @@ for arm in (*shown, "cascade_redraw", "real"):
             [badiff.ARM_LABELS[arm], r]
             + [
                 values[m][i]
-                for m in ("bpp", "fd", "evals", "diversity", "confidence", "over_budget")
+                for m in (
+                    "bpp",
+                    "fd",
+                    "evals",
+                    "diversity",
+                    "confidence",
+                    "over_budget",
+                )
             ]
         )
 Table(
@@ -528,7 +535,9 @@ Table(
 def mean_gap(a: str, b: str, metric: str = "fd") -> float:
     """Mean over the book seeds of metric(a) − metric(b)."""
     return float(
-        np.mean([r.metrics[a][metric] - r.metrics[b][metric] for r in reference.results])
+        np.mean(
+            [r.metrics[a][metric] - r.metrics[b][metric] for r in reference.results]
+        )
     )
 
 
@@ -550,14 +559,20 @@ parts = {
 }
 for name, value in parts.items():
     glue(f"gap_{name}", value, display=False)
-speedup = [r.metrics["cascade"]["evals"] / r.metrics["badiff"]["evals"] for r in reference.results]
+speedup = [
+    r.metrics["cascade"]["evals"] / r.metrics["badiff"]["evals"]
+    for r in reference.results
+]
 glue("speedup", float(np.mean(speedup)), display=False)
 Table(
     ["step of the decomposition", "Δ FD (mean over seeds 0–4)"],
     [
         ["the quality embedding (conditioned − cascade)", parts["conditioning"]],
         ["the hinge (BADiff's model − conditioned, all steps)", parts["hinge"]],
-        ["stopping early (constant stop − all steps, BADiff's model)", parts["stop_early"]],
+        [
+            "stopping early (constant stop − all steps, BADiff's model)",
+            parts["stop_early"],
+        ],
         ["the per-image policy (policy − constant stop)", parts["policy"]],
         ["naive early stopping (naive − cascade)", parts["naive_stop"]],
         ["per-image stops in random order (shuffled − naive)", parts["shuffled"]],
