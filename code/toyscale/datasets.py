@@ -115,6 +115,12 @@ ARTIFACTS: dict[str, Artifact] = {
             "jrc_results", ("jrc",), "toyscale.recsys.jrc.results:reference_arrays", "data/recsys/jrc_results.npz"
         ),
         Artifact(
+            "fapes_results",
+            ("fapes",),
+            "toyscale.systems.fapes.results:reference_arrays",
+            "data/systems/fapes_results.npz",
+        ),
+        Artifact(
             "badiff_results",
             ("badiff",),
             "toyscale.genmm.badiff.results:reference_arrays",
