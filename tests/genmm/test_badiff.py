@@ -2,7 +2,7 @@
 bad input, the claims and their falsifiers.
 
 The claims are checked on five seeds of `Config.fast()` (the configuration was calibrated on seeds
-1000–1019, apart from these); each falsifier reruns the experiment with its change and the claim it
+1000–1011, apart from these); each falsifier reruns the experiment with its change and the claim it
 names must then fail. A slice of the committed results is rerun and compared.
 """
 
