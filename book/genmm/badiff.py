@@ -395,7 +395,7 @@ Table(
 # ## The experiment
 #
 # `badiff.run` trains the trunk and four branches (plain; conditioned without the hinge;
-# BADiff; and BADiff trained for a loose budget, the negative control below), labels 128 full
+# BADiff; and BADiff trained for a loose budget, the loose-budget check below), labels 128 full
 # BADiff trajectories per target, trains the stop policy, and then generates 2,000 images per
 # arm and target. Here is seed 0, per target:
 
@@ -668,8 +668,8 @@ claims_table(outcomes)
 #   {glue:text}`gap_overshoot_conditioning:+.3f`, the hinge then by
 #   {glue:text}`gap_overshoot_hinge:+.3f`, and the two falsifiers (the hinge off, the
 #   plain model in BADiff's place) fail the claim: the credit is the hinge's. Where every digit
-#   fits (the control), a BADiff model trained for that budget changes the rate by
-#   {glue:text}`loose_budget_no_cut_delta:+.2g` bits per pixel (verdict:
+#   fits (a check by construction), a BADiff model trained for that budget changes the rate by
+#   {glue:text}`loose_budget_no_cut_delta:+.2g` bits per pixel (status:
 #   {glue:text}`loose_budget_no_cut_status`): the hinge cuts overshoot, it does not make images
 #   cheaper in general. Under rate control, which every arm shares, this advantage is worth
 #   nothing: the codec meets the budget for everyone.
