@@ -15,7 +15,6 @@ from toyscale.core.claims import BASELINE_IN_PLACE, EFFECT, KINDS, MECHANISM_OFF
 
 RE_AUDIT_PENDING = {
     "ddk",
-    "badiff",
     "c4",
 }
 

@@ -149,5 +149,11 @@ ARTIFACTS: dict[str, Artifact] = {
             "toyscale.systems.fapes.results:reference_arrays",
             "data/systems/fapes_results.npz",
         ),
+        Artifact(
+            "badiff_results",
+            ("badiff",),
+            "toyscale.genmm.badiff.results:reference_arrays",
+            "data/genmm/badiff_results.npz",
+        ),
     ]
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -61,13 +62,14 @@ class Denoiser(nn.Module):
         self.steps, self.conditioned = steps, conditioned
         self.input = nn.Linear(PIXELS, width)
         self.time = nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, width))
-        self.quality = QualityEmbedding(width) if conditioned else None
         self.blocks = nn.ModuleList(
             nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, width)) for _ in range(blocks)
         )
         self.norms = nn.ModuleList(nn.LayerNorm(width) for _ in range(blocks))
         self.output = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, PIXELS))
         self.width = width
+        # built last, so that a conditioned and a plain model from the same seed share every other weight
+        self.quality = QualityEmbedding(width) if conditioned else None
 
     def embedding(self, t: Tensor, target_bpp: Tensor | None) -> Tensor:
         """e = MLP_t(sinusoid(t)) + QualityEmbedding(R) for conditioned models."""
@@ -88,6 +90,26 @@ class Denoiser(nn.Module):
             # h ← h + MLP(LayerNorm(h) + e)
             h = h + block(norm(h) + e)
         return self.output(h), h
+
+
+def attach_quality(model: Denoiser, seed: int = 0) -> Denoiser:
+    """A conditioned copy of an unconditioned denoiser, fine-tuning's starting point (BADiff's minimal change).
+
+    The copy gets a quality embedding whose output layer is zero, so e = MLP_t(sin(t)) + 0 and the
+    copy computes exactly the original's x̂₀ for every R until training moves it. Its hidden layer
+    is drawn from `seed` alone, so every conditioned copy of a run starts alike, whatever came before.
+    """
+    if model.conditioned:
+        raise ValueError("model is already conditioned on the target rate")
+    conditioned = copy.deepcopy(model)
+    conditioned.conditioned = True
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        quality = QualityEmbedding(model.width)
+    nn.init.zeros_(quality.mlp[-1].weight)
+    nn.init.zeros_(quality.mlp[-1].bias)
+    conditioned.quality = quality.to(next(model.parameters()).device)
+    return conditioned
 
 
 def q_sample(x0: Tensor, t: Tensor, noise: Tensor, alpha_bar: Tensor) -> Tensor:

@@ -78,7 +78,7 @@ def frechet_distance(features_a: np.ndarray, features_b: np.ndarray) -> float:
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1] or min(len(a), len(b)) < 2:
         raise ValueError(f"features must be (n, d) arrays with the same d and n >= 2, got {a.shape} and {b.shape}")
     mu_a, mu_b = a.mean(axis=0), b.mean(axis=0)
-    cov_a, cov_b = np.atleast_2d(np.cov(a, rowvar=False)), np.atleast_2d(np.cov(b, rowvar=False))
+    cov_a, cov_b = _covariance(a), _covariance(b)
     # (Σ_a Σ_b)^{1/2}; its tiny imaginary part is round-off. Dead features (a blank image
     # set) make Σ singular: scipy then warns but its square root is still the one we want.
     with warnings.catch_warnings():
@@ -86,6 +86,12 @@ def frechet_distance(features_a: np.ndarray, features_b: np.ndarray) -> float:
         root = linalg.sqrtm(cov_a @ cov_b)
     value = np.sum((mu_a - mu_b) ** 2) + np.trace(cov_a + cov_b - 2.0 * np.real(root))
     return float(max(value, 0.0))
+
+
+def _covariance(x: np.ndarray) -> np.ndarray:
+    """The sample covariance of the rows of x, (d, d), computed by torch: it keeps to torch's thread count,
+    where NumPy's BLAS would spread a small product over every core and, on a shared machine, wait for them."""
+    return np.atleast_2d(torch.cov(torch.from_numpy(np.ascontiguousarray(x.T))).numpy())
 
 
 def class_diversity(classifier: DigitClassifier, images: np.ndarray) -> float:
