@@ -18,7 +18,6 @@ RE_AUDIT_PENDING = {
     "rec4ad",
     "picasso",
     "glvq",
-    "ddk",
     "dcpt",
     "badiff",
     "victor",
