@@ -99,3 +99,18 @@ def test_data_rebuild_rewrites_a_committed_file_and_rejects_unknown_names(
     out = capsys.readouterr().out
     arrays = load_arrays(target)
     assert ARTIFACTS["tiny"].fingerprint() in out and set(arrays) >= {"prose_train", "prose_test"}
+
+
+@pytest.mark.enable_socket  # the kernel talks to the client over loopback
+def test_time_notebook_executes_a_notebook_from_its_folder(tmp_path: Path) -> None:
+    import nbformat
+
+    from toyscale.cli import _time_notebook
+
+    (tmp_path / "here.txt").write_text("found")
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("assert open('here.txt').read() == 'found'")]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "tiny.ipynb")
+    assert 0 < _time_notebook(tmp_path / "tiny.ipynb") < 60
+    assert main(["bench", "--notebooks", "nope"]) == 2

@@ -23,7 +23,6 @@ RE_AUDIT_PENDING = {
     "victor",
     "combatvla",
     "c4",
-    "fapes",
     "fangorn",
 }
 

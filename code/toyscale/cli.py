@@ -1,4 +1,4 @@
-"""The command line: `python -m toyscale list | run | reproduce | calibrate | bench | data`.
+"""The command line: `python -m toyscale list | run | reproduce | calibrate | scorecard | bench | data`.
 
 User errors (an unknown chapter, a bad option) exit with status 2 and a one-line message, never a
 traceback. `reproduce --strict` exits 1 when an expected claim fails. `calibrate NAME` runs a
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import scorecard
 from .chapters import CHAPTERS, Chapter, UnknownChapter, get
 from .core import Table, check_results, claims_table, evaluate, set_threads, tally
 from .core.calibration import calibrate
@@ -85,6 +86,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise UsageError(f"--seeds must be at least 1, got {args.seeds}")
     if args.seed_start < 0:
         raise UsageError(f"--seed-start must be >= 0, got {args.seed_start}")
+    if args.ledger and args.fast:
+        raise UsageError("the scorecard ledger holds the default configuration: drop --fast")
     chapters = _chapters(args.names, args.all)
     seeds = range(args.seed_start, args.seed_start + args.seeds)
     outcomes, seconds, lines = [], {}, []
@@ -106,6 +109,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print(f"all: {total.line()}")
     failed = [o for o in outcomes if o.fails_strict]
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} claims as expected; {len(failed)} failed.")
+    if args.ledger:
+        env = environment()
+        entries = {
+            c.name: scorecard.entry(c, [o for o in outcomes if o.chapter == c.name], env, seconds[c.name])
+            for c in chapters
+        }
+        try:
+            scorecard.update(args.ledger, list(seeds), entries)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        print(f"updated {args.ledger} for {', '.join(entries)}")
     if args.json:
         payload = {
             "environment": environment(),
@@ -165,7 +179,66 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scorecard(args: argparse.Namespace) -> int:
+    try:
+        ledger = scorecard.load(args.ledger)
+    except FileNotFoundError as error:
+        raise UsageError(str(error)) from None
+    if args.compare:
+        try:
+            mine = json.loads(args.compare.read_text())
+        except (OSError, ValueError) as error:
+            raise UsageError(f"cannot read {args.compare} as a reproduce --json file: {error}") from None
+        if "claims" not in mine or "seeds" not in mine:
+            raise UsageError(f"{args.compare} is not a `reproduce --json` file (it has no claims or seeds)")
+        print(scorecard.compare(ledger, mine))
+        return 0
+    print(scorecard.counts_table(ledger))
+    for problem in scorecard.problems(ledger):
+        print(f"stale: {problem}")
+    return 0
+
+
+NOTEBOOK_BUDGET_S = 60  # each notebook, on a two-core CPU (the book's promise)
+NOTEBOOK_AIM_S = 45  # what every chapter aims for, to leave headroom on a loaded machine
+
+
+def _time_notebook(path: Path) -> float:
+    """Execute a notebook from its own folder in a fresh kernel, as the book build does; return the seconds."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    with Stopwatch() as watch:
+        client.execute()
+    return watch.seconds
+
+
+def cmd_bench_notebooks(args: argparse.Namespace) -> int:
+    chapters = _chapters(args.names, args.all)
+    book = Path(__file__).resolve().parents[2] / "book"
+    rows, report = [], {}
+    for chapter in chapters:
+        path = book / chapter.part / f"{chapter.name}.ipynb"
+        seconds = round(_time_notebook(path), 1)
+        report[chapter.name] = seconds
+        verdict = (
+            "ok" if seconds <= NOTEBOOK_AIM_S else ("over the aim" if seconds <= NOTEBOOK_BUDGET_S else "OVER BUDGET")
+        )
+        rows.append([chapter.name, seconds, verdict])
+    caption = f"Each notebook executed in a fresh kernel (budget {NOTEBOOK_BUDGET_S} s, aim {NOTEBOOK_AIM_S} s)"
+    print(Table(["notebook", "seconds", "against the budget"], rows, caption))
+    if args.json:
+        atomic_write_bytes(args.json, (json.dumps(report, indent=2) + "\n").encode())
+    return 1 if any(v > NOTEBOOK_BUDGET_S for v in report.values()) else 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.notebooks:
+        return cmd_bench_notebooks(args)
     chapters = _chapters(args.names, args.all)
     rows, report = [], {}
     for chapter in chapters:
@@ -215,7 +288,9 @@ def cmd_bench_one(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m toyscale", description=__doc__.splitlines()[0])
-    commands = top.add_subparsers(dest="command", required=True, metavar="{list,run,reproduce,calibrate,bench,data}")
+    commands = top.add_subparsers(
+        dest="command", required=True, metavar="{list,run,reproduce,calibrate,scorecard,bench,data}"
+    )
 
     commands.add_parser("list", help="the chapters, their part and their claims").set_defaults(func=cmd_list)
 
@@ -233,6 +308,9 @@ def parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--fast", action="store_true", help="use Config.fast()")
     reproduce.add_argument("--json", type=Path, help="also write the scorecard as JSON to this path")
     reproduce.add_argument("--strict", action="store_true", help="exit 1 when an expected claim fails")
+    reproduce.add_argument(
+        "--ledger", type=Path, help="replace these chapters' entries in the scorecard ledger (book/scorecard.json)"
+    )
     reproduce.set_defaults(func=cmd_reproduce)
 
     cal = commands.add_parser(
@@ -249,10 +327,20 @@ def parser() -> argparse.ArgumentParser:
     )
     cal.set_defaults(func=cmd_calibrate)
 
-    bench = commands.add_parser("bench", help="time each chapter's run() at its default config in a fresh process")
+    card = commands.add_parser("scorecard", help="the book's scorecard, or your own run beside it (--compare)")
+    card.add_argument("--ledger", type=Path, default=scorecard.LEDGER, help="the ledger (default book/scorecard.json)")
+    card.add_argument("--compare", type=Path, help="a `reproduce --json` file of your own to set beside the book's")
+    card.set_defaults(func=cmd_scorecard)
+
+    bench = commands.add_parser(
+        "bench", help="time each chapter's run() at its default config in a fresh process (or its notebook)"
+    )
     bench.add_argument("names", nargs="*", help="chapter names")
     bench.add_argument("--all", action="store_true", help="every chapter")
     bench.add_argument("--json", type=Path, help="also write the measurements as JSON to this path")
+    bench.add_argument(
+        "--notebooks", action="store_true", help="time each chapter's notebook instead (exit 1 over the 60 s budget)"
+    )
     bench.set_defaults(func=cmd_bench)
 
     data = commands.add_parser(

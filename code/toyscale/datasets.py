@@ -115,5 +115,11 @@ ARTIFACTS: dict[str, Artifact] = {
             "jrc_results", ("jrc",), "toyscale.recsys.jrc.results:reference_arrays", "data/recsys/jrc_results.npz"
         ),
         Artifact("ddk_results", ("ddk",), "toyscale.llm.ddk.results:reference_arrays", "data/llm/ddk_results.npz"),
+        Artifact(
+            "fapes_results",
+            ("fapes",),
+            "toyscale.systems.fapes.results:reference_arrays",
+            "data/systems/fapes_results.npz",
+        ),
     ]
 }

@@ -1,4 +1,4 @@
-"""The cluster, the configuration and the trace of training jobs."""
+"""The cluster, the configuration and the trace: training jobs and inference requests from independent streams."""
 
 from __future__ import annotations
 
@@ -7,25 +7,32 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from toyscale.core.seeding import rng
-
 from .performance import goodput_rate
 
 DAY = 1440.0  # minutes
-TIMELINE_COLUMNS = ("t", "held", "loaned", "replicas", "lent", "to_train", "to_infer", "reclaiming", "busy")
-ARMS = ("static", "elastic", "loan_naive", "joint_only", "fapes")  # the policies, baselines first
+TIMELINE_COLUMNS = ("t", "held", "loaned", "replicas", "lent", "to_train", "to_infer", "reclaiming")
+#: The policies, baselines first. Optimus-like and Pollux-like elastic use the training pool only.
+ARMS = ("static", "optimus", "pollux", "loan_naive", "fapes")
 POLICY_LABELS = {
     "static": "static (FIFO, requested GPUs)",
-    "elastic": "elastic (training pool)",
-    "loan_naive": "loaning, naive reclaim",
-    "joint_only": "FaPES without loaning (ablation)",
+    "optimus": "Optimus-like elastic (GPUs only)",
+    "pollux": "Pollux-like elastic (GPUs and batch)",
+    "loan_naive": "Pollux-like + naive lending",
     "fapes": "FaPES",
 }
-
-
-# ---------------------------------------------------------------------------------------------
-# The cluster, the configuration and the trace
-# ---------------------------------------------------------------------------------------------
+#: What the 'fapes' arm may run: FaPES, or a falsifier's change (see claims.FALSIFIERS).
+METHODS = (
+    "fapes",
+    "fapes_gpus_only",  # FaPES choosing GPUs only, at the user's batch
+    "fapes_kills",  # FaPES reclaiming by killing the newest jobs
+    "fapes_reactive",  # FaPES sizing its replicas from the last minutes, without the board
+    "fapes_no_fit",  # FaPES whose models never fit their observations (the prior)
+    "optimus",
+    "pollux",
+    "loan_naive",
+)
+#: The streams of one seed, independent of each other (numpy SeedSequence children).
+STREAMS = ("jobs", "history", "requests", "burst", "observations")
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,7 @@ class Cluster:
     checkpoint_min: float = 1.0  # checkpoint before a rescale or a cost-aware reclaim
     kill_min: float = 0.5  # stopping a job without a checkpoint (naive reclaim): still not instant
     restart_min: float = 1.0  # (re)start a job on a new GPU set: load the checkpoint, rebuild groups
-    handover_min: float = 1.0  # lend an idle replica's GPU (its last request ends first) or return one
+    handover_min: float = 1.0  # move a GPU between the pools: drain, reload the serving model or free it
     periodic_checkpoint_min: float = 30.0  # jobs checkpoint this often; a kill loses the work since
 
     def __post_init__(self) -> None:
@@ -58,59 +65,80 @@ class Config:
     cluster: Cluster = field(default_factory=Cluster)  # the GPUs and the time costs of moving them
     n_jobs: int = 48  # training jobs arriving over the first day at load 1
     load: float = 1.0  # multiplies n_jobs: the training load of the main experiment
-    sweep_loads: tuple[float, ...] = (0.25, 0.5, 1.0)  # training loads of the sweep (main load included)
-    peak_rate: float = 22.0  # inference requests per minute at the daily peak
+    control_load: float = 0.25  # the low load where lending has nothing to add (a negative control)
+    peak_rate: float = 270.0  # inference requests per minute at the daily peak (4.5 per second)
     trough_fraction: float = 0.15  # the night's rate as a fraction of the peak
     rate_noise: float = 0.15  # std of the log-rate's slow noise (AR(1), correlation time 30 min)
-    service_min: float = 0.5  # mean service time of a request on one replica (minutes)
-    service_cv: float = 0.25  # coefficient of variation of the service time (lognormal, capped)
-    slo_min: float = 1.25  # latency SLO of a request: queueing plus service (minutes)
+    service_s: float = 2.0  # mean service time of a request on one replica (seconds): a generative model
+    service_cv: float = 0.25  # coefficient of variation of the service time (lognormal, capped at twice the mean)
+    slo_s: float = 6.0  # latency SLO of a request: queueing plus service (seconds), against minutes to reclaim
     target_utilization: float = 0.75  # replicas are sized to keep utilization at most this
+    headroom: float = 0.15  # both lending policies keep this relative margin on their demand estimate
     forecast_horizon_min: float = 30.0  # FaPES keeps the replicas its forecast needs this far ahead
-    forecast_margin: float = 0.15  # FaPES's safety margin on the forecast rate (relative)
+    window_min: float = 2160.0  # inference is measured on the requests of the first 36 hours
+    burst_factor: float = 3.0  # the burst day's surge multiplies the rate by this ...
+    burst_min: float = 60.0  # ... for this long, starting at a random minute of the first evening
+    contention: float = 0.0015  # scale of the true step time's contention term κ(g − 1)², which the fit lacks
     step_noise: float = 0.05  # relative noise of an observed step time
     schedule_every_min: float = 5.0  # elastic policies re-plan at least this often
     min_gain: float = 0.1  # a GPU is added only if it adds this much speed-up (in units of 1 GPU)
     max_days: float = 6.0  # the simulation stops here even if jobs remain (completions reported)
+    arms: tuple[str, ...] = ARMS  # the policies to simulate (a falsifier runs only those its claims read)
+    method: str = "fapes"  # what the 'fapes' arm runs; a falsifier puts a baseline or a crippled FaPES there
+    control: bool = True  # also run the controls: the low load, and the burst day
 
     def __post_init__(self) -> None:
         if not isinstance(self.cluster, Cluster):
             raise TypeError(f"cluster must be a Cluster, got {type(self.cluster).__name__}")
         if not isinstance(self.n_jobs, int) or self.n_jobs < 1:
             raise ValueError(f"n_jobs must be a positive int, got {self.n_jobs!r}")
-        if not self.load > 0 or not self.sweep_loads or min(self.sweep_loads) <= 0:
-            raise ValueError(f"load and sweep_loads must be positive, got {self.load}, {self.sweep_loads}")
-        for name in ("peak_rate", "service_min", "slo_min", "forecast_horizon_min", "schedule_every_min"):
+        if not self.load > 0 or not self.control_load > 0:
+            raise ValueError(f"load and control_load must be positive, got {self.load}, {self.control_load}")
+        for name in ("peak_rate", "service_s", "slo_s", "forecast_horizon_min", "schedule_every_min", "window_min"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if not 0 < self.trough_fraction <= 1:
             raise ValueError(f"trough_fraction must be in (0, 1], got {self.trough_fraction}")
         if not 0 < self.target_utilization <= 1:
             raise ValueError(f"target_utilization must be in (0, 1], got {self.target_utilization}")
-        if self.service_cv < 0 or self.rate_noise < 0 or self.step_noise < 0 or self.forecast_margin < 0:
-            raise ValueError("service_cv, rate_noise, step_noise and forecast_margin must be >= 0")
-        if 2 * self.service_min > self.cluster.handover_min + self.slo_min:
-            raise ValueError("service_min is too long for the SLO and the handover time")
-        if self.max_days < 1:
-            raise ValueError(f"max_days must be >= 1, got {self.max_days}")
+        for name in ("service_cv", "rate_noise", "step_noise", "headroom", "contention"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.burst_factor < 1 or self.burst_min <= 0:
+            raise ValueError(f"burst_factor must be >= 1 and burst_min > 0, got {self.burst_factor}, {self.burst_min}")
+        if self.slo_s <= self.service_s:
+            raise ValueError(f"slo_s must exceed the mean service time, got {self.slo_s} <= {self.service_s}")
+        if self.max_days < 1 or self.window_min > self.max_days * DAY:
+            raise ValueError(f"max_days must be >= 1 and cover window_min, got {self.max_days}, {self.window_min}")
+        unknown = [arm for arm in self.arms if arm not in ARMS]
+        if unknown or not self.arms:
+            raise ValueError(f"arms must be a non-empty subset of {ARMS}, got {self.arms}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
 
     @property
-    def service_cap_min(self) -> float:
+    def service_cap_s(self) -> float:
         """The longest a request is served: lending waits this long, so no GPU is used twice."""
-        return min(2.0 * self.service_min, self.cluster.handover_min)
+        return 2.0 * self.service_s
+
+    @property
+    def per_replica_rate(self) -> float:
+        """Requests per minute one replica serves at the target utilization."""
+        return self.target_utilization * 60.0 / self.service_s
 
     @classmethod
     def fast(cls) -> Config:
-        """The default experiment without the low-load end of the sweep (for the tests)."""
-        return cls(sweep_loads=(0.25, 1.0))
+        """Two thirds of the jobs and of the inference pool's traffic: about half the time of the default."""
+        return cls(n_jobs=32, peak_rate=200.0, cluster=Cluster(train_gpus=12, infer_gpus=12, max_gpus_per_job=12))
 
 
 @dataclass(frozen=True)
 class Job:
     """One training job: when it arrives, what it asks for, how it really runs (hidden from FaPES).
 
-    The true Pollux parameters (alpha, beta, gamma, delta in seconds, phi in samples) decide its
-    speed; `work` is in samples at the reference batch m0 (statistical efficiency 1).
+    The true Pollux parameters (alpha, beta, gamma, delta in seconds, phi in samples) and the
+    contention kappa (seconds) decide its speed; `work` is in samples at the reference batch m0
+    (statistical efficiency 1).
     """
 
     id: int
@@ -123,6 +151,7 @@ class Job:
     delta: float
     phi: float
     work: float
+    kappa: float = 0.0  # contention: κ(g − 1)² seconds per step, a term the fitted model lacks
 
     def batch_choices(self, gpus: int, max_local: int | None = None) -> list[int]:
         """Batch sizes m0·{1, 2, 4, 8} whose local batch m/g fits a GPU's memory (at most m0)."""
@@ -132,13 +161,19 @@ class Job:
 
 @dataclass(frozen=True)
 class Trace:
-    """Everything random in one run, shared by all policies: jobs, requests and yesterday's load."""
+    """Everything random in one run, shared by all policies: jobs, requests and yesterday's load.
+
+    The requests are known to the policies only through `counts` (arrivals per minute, as a
+    serving system's metrics report them); their times and service times decide the latencies.
+    """
 
     jobs: tuple[Job, ...]
-    request_times: np.ndarray  # arrival minute of every inference request, sorted
-    service_times: np.ndarray  # its service time on one replica (minutes)
+    counts: np.ndarray  # requests arriving in each minute, over max_days
+    request_times: np.ndarray  # arrival (minutes) of every request in the inference window, sorted
+    service_times: np.ndarray  # its service time on one replica (seconds)
     history_rate: np.ndarray  # yesterday's observed requests per minute, one per minute of the day
-    rate_truth: np.ndarray  # today's (and later days') true rate per minute (for figures)
+    rate_truth: np.ndarray  # the true rate per minute (for figures and the forecast error)
+    burst: tuple[float, float] | None = None  # (start, end) minute of the unforecastable surge, if any
 
 
 def diurnal_rate(t: np.ndarray, peak: float, trough_fraction: float) -> np.ndarray:
@@ -147,7 +182,7 @@ def diurnal_rate(t: np.ndarray, peak: float, trough_fraction: float) -> np.ndarr
     return peak * (trough_fraction + (1 - trough_fraction) * (1 - np.cos(phase)) / 2)
 
 
-def _noisy_rate(config: Config, minutes: int, gen: np.random.Generator) -> np.ndarray:
+def noisy_rate(config: Config, minutes: int, gen: np.random.Generator) -> np.ndarray:
     """The diurnal rate times exp(AR(1) noise) with a 30-minute correlation time, per minute."""
     rho = math.exp(-1 / 30.0)
     eps = gen.normal(0.0, config.rate_noise * math.sqrt(1 - rho**2), size=minutes)
@@ -160,12 +195,26 @@ def _noisy_rate(config: Config, minutes: int, gen: np.random.Generator) -> np.nd
     return base * np.exp(log_noise)
 
 
-def make_trace(config: Config, seed: int, load: float | None = None) -> Trace:
-    """Draw the jobs, the requests and yesterday's history for one seed (same for every policy)."""
-    load = config.load if load is None else load
-    if not load > 0:
-        raise ValueError(f"load must be > 0, got {load}")
-    gen = rng(seed)
+def streams(seed: int) -> dict[str, np.random.Generator]:
+    """One generator per stream of a seed: jobs, yesterday's history, requests, the burst, observations.
+
+    The streams are independent children of one SeedSequence, so drawing more jobs (a higher
+    training load) leaves the requests and the history unchanged.
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    children = np.random.SeedSequence(seed).spawn(len(STREAMS))
+    return {name: np.random.default_rng(child) for name, child in zip(STREAMS, children, strict=True)}
+
+
+def observation_stream(seed: int, job_id: int) -> np.random.Generator:
+    """The noise of one job's observed step times: the same for the job under every policy."""
+    child = np.random.SeedSequence(seed).spawn(len(STREAMS))[STREAMS.index("observations")]
+    return np.random.default_rng(np.random.SeedSequence([*child.generate_state(2), job_id]))
+
+
+def make_jobs(config: Config, load: float, gen: np.random.Generator) -> tuple[Job, ...]:
+    """The training jobs of one day at this load (the `jobs` stream)."""
     n = max(1, round(config.n_jobs * load))
     # jobs arrive over the day, more of them in working hours (07:00 to 21:00)
     busy = gen.random(n) < 0.75
@@ -174,23 +223,57 @@ def make_trace(config: Config, seed: int, load: float | None = None) -> Trace:
     for i, t in enumerate(np.sort(arrivals)):
         g_req = int(gen.choice([1, 2, 4, 8], p=[0.3, 0.3, 0.25, 0.15]))
         m0 = int(gen.choice([64, 128, 256]))
-        # Pollux's step time: t(g, m) = α + β·m/g + [g>1]·(γ + δ·(g − 1)), in seconds
+        # Pollux's step time: t(g, m) = α + β·m/g + [g>1]·(γ + δ·(g − 1)), in seconds, plus contention
         alpha = gen.uniform(0.01, 0.03)
         beta = gen.uniform(0.5, 1.5) * 0.4 / m0  # a full local batch m0 takes about 0.4 s
         gamma = gen.uniform(0.02, 0.06)
         delta = gen.uniform(0.002, 0.01)
+        kappa = config.contention * gen.uniform(0.5, 1.5)
         phi = float(m0 * np.exp(gen.uniform(np.log(2), np.log(16))))  # gradient noise scale
         minutes = float(np.exp(gen.uniform(np.log(30), np.log(360))))  # on its requested GPUs
-        params = dict(alpha=alpha, beta=beta, gamma=gamma, delta=delta, phi=phi, m0=m0)
+        params = dict(alpha=alpha, beta=beta, gamma=gamma, delta=delta, phi=phi, m0=m0, kappa=kappa)
         work = goodput_rate(params, g_req, m0) * minutes
-        jobs.append(Job(i, float(t), g_req, m0, alpha, beta, gamma, delta, phi, work))
-    horizon = int(config.max_days * DAY)
-    history = gen.poisson(_noisy_rate(config, int(DAY), gen)).astype(float)
-    truth = _noisy_rate(config, horizon, gen)
-    counts = gen.poisson(truth)
-    times = np.repeat(np.arange(horizon, dtype=float), counts) + gen.random(int(counts.sum()))
+        jobs.append(Job(i, float(t), g_req, m0, alpha, beta, gamma, delta, phi, work, kappa))
+    return tuple(jobs)
+
+
+def make_trace(config: Config, seed: int, load: float | None = None, *, burst: bool = False) -> Trace:
+    """Draw the jobs, the requests and yesterday's history for one seed (the same for every policy).
+
+    With `burst`, the same trace gets a surge the history has never seen: the rate is multiplied by
+    `burst_factor` for `burst_min` minutes from a random minute of the first evening (19:00 to
+    midnight), when the most inference GPUs are lent. Everything else is unchanged.
+    """
+    load = config.load if load is None else load
+    if not load > 0:
+        raise ValueError(f"load must be > 0, got {load}")
+    gen = streams(seed)
+    jobs = make_jobs(config, load, gen["jobs"])
+    history = gen["history"].poisson(noisy_rate(config, int(DAY), gen["history"])).astype(float)
+    horizon, window = int(config.max_days * DAY), math.ceil(config.window_min)
+    truth = noisy_rate(config, horizon, gen["requests"])
+    counts = gen["requests"].poisson(truth)
+    times, service = _requests(config, counts[:window], gen["requests"])
+    start = float(gen["burst"].uniform(1140.0, 1440.0))  # 19:00 to midnight of the first day
+    span = None
+    if burst:
+        # the surge's extra requests come from their own stream: the day's other requests are unchanged
+        span = (start, start + config.burst_min)
+        minute = np.arange(horizon) + 0.5
+        surge = np.where((minute >= span[0]) & (minute < span[1]), truth * (config.burst_factor - 1), 0.0)
+        extra = gen["burst"].poisson(surge)
+        counts, truth = counts + extra, truth + surge
+        more_times, more_service = _requests(config, extra[:window], gen["burst"])
+        order = np.argsort(np.concatenate([times, more_times]), kind="stable")
+        times = np.concatenate([times, more_times])[order]
+        service = np.concatenate([service, more_service])[order]
+    return Trace(jobs, counts, times, service, history, truth, span)
+
+
+def _requests(config: Config, counts: np.ndarray, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Arrival minutes (uniform within their minute, sorted) and lognormal service seconds (capped)."""
+    times = np.repeat(np.arange(counts.size, dtype=float), counts) + gen.random(int(counts.sum()))
     times.sort()
     sigma = math.sqrt(math.log(1 + config.service_cv**2))
-    service = config.service_min * np.exp(gen.normal(-(sigma**2) / 2, sigma, size=times.size))
-    service = np.minimum(service, config.service_cap_min)
-    return Trace(tuple(jobs), times, service, history, truth)
+    service = config.service_s * np.exp(gen.normal(-(sigma**2) / 2, sigma, size=times.size))
+    return times, np.minimum(service, config.service_cap_s)

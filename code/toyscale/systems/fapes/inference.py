@@ -1,56 +1,58 @@
-"""Inference: replicas under a latency SLO, and the prediction board that forecasts their demand."""
+"""Inference: requests served first-come first-served by a changing number of replicas, and the prediction board."""
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
+from collections.abc import Sequence
 
 import numpy as np
-import simpy
 
-from .cluster import (
-    DAY,
-)
+from .cluster import DAY
 
 # ---------------------------------------------------------------------------------------------
-# Inference: replicas and the prediction board
+# Serving: FCFS over a capacity that changes in time
 # ---------------------------------------------------------------------------------------------
 
 
-class ReplicaPool:
-    """First-come first-served requests over a changing number of replicas (one GPU each).
+def serve(arrivals: np.ndarray, service: np.ndarray, capacity: Sequence[tuple[float, int]], initial: int) -> np.ndarray:
+    """Latency (queueing + service) of every request, served FCFS by `initial` replicas, then `capacity`.
 
-    Lowering the capacity never interrupts a request: a replica above the new capacity finishes
-    its request, then stops. Each request's latency = waiting + service; it violates the SLO when
-    latency > slo.
+    arrivals: sorted arrival times; service: service times (same unit); capacity: (time, replicas)
+    changes in time order. Lowering the capacity never interrupts a request: the replicas that
+    would be free last (busy ones before idle ones) finish their request, then leave; a new
+    replica serves at once. Exact: with f the serving replicas' free times, request i starts at
+    max(a_i, min f), after every capacity change up to that moment.
     """
+    arrivals, service = np.asarray(arrivals, dtype=float), np.asarray(service, dtype=float)
+    if arrivals.shape != service.shape:
+        raise ValueError(f"arrivals and service must have the same shape, got {arrivals.shape}, {service.shape}")
+    if initial < 1 or any(c < 1 for _, c in capacity):
+        raise ValueError("the capacity must stay >= 1 replica")
+    if arrivals.size and np.any(np.diff(arrivals) < 0):
+        raise ValueError("arrivals must be sorted")
+    free = [-np.inf] * initial
+    latency = np.empty(arrivals.size)
+    changes = [(float(t), int(c)) for t, c in capacity]
+    k, replicas = 0, initial
+    for i, (a, s) in enumerate(zip(arrivals.tolist(), service.tolist(), strict=True)):
+        start = max(a, free[0])
+        while k < len(changes) and changes[k][0] <= start:
+            t, new = changes[k]
+            for _ in range(new - replicas):  # a new replica is free from t
+                heapq.heappush(free, t)
+            if new < replicas:  # the replicas free last leave after their request (a sorted list is a heap)
+                free.sort()
+                del free[new:]
+            replicas, k = new, k + 1
+            start = max(a, free[0])
+        heapq.heapreplace(free, start + s)
+        latency[i] = start + s - a
+    return latency
 
-    def __init__(self, env: simpy.Environment, capacity: int, slo: float):
-        self.env, self.capacity, self.slo = env, capacity, slo
-        self.busy = 0
-        self.waiting: deque[tuple[float, float]] = deque()
-        self.latencies: list[float] = []
-        self.arrivals: list[float] = []
 
-    def arrive(self, service: float) -> None:
-        self.waiting.append((self.env.now, service))
-        self._start()
-
-    def set_capacity(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._start()
-
-    def _start(self) -> None:
-        while self.waiting and self.busy < self.capacity:
-            arrived, service = self.waiting.popleft()
-            self.busy += 1
-            # latency = time waited in the queue + service time
-            self.latencies.append(self.env.now - arrived + service)
-            self.arrivals.append(arrived)
-            self.env.timeout(service).callbacks.append(self._done)
-
-    def _done(self, _event: simpy.Event) -> None:
-        self.busy -= 1
-        self._start()
+# ---------------------------------------------------------------------------------------------
+# The prediction board
+# ---------------------------------------------------------------------------------------------
 
 
 class PredictionBoard:

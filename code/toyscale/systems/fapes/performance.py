@@ -1,4 +1,9 @@
-"""The performance model: step time and statistical efficiency (Pollux's, reconstructed), fitted from observed steps."""
+"""The performance model: step time and statistical efficiency (Pollux's, reconstructed), fitted from observed steps.
+
+The true step time has a term the fitted form lacks (contention among a job's workers on shared
+links, κ(g − 1)²), so the fitted model is mis-specified, as any real one is, and its accuracy on
+configurations a job never ran is a measurement, not an identity.
+"""
 
 from __future__ import annotations
 
@@ -17,11 +22,16 @@ if TYPE_CHECKING:  # Job is only named in annotations; cluster imports this modu
 
 
 def step_time(params: dict | Job, gpus: int, batch: int) -> float:
-    """Seconds per step: t(g, m) = α + β·m/g + [g > 1]·(γ + δ·(g − 1)) (Pollux's form, γ-free)."""
+    """Seconds per step: t(g, m) = α + β·m/g + [g > 1]·(γ + δ·(g − 1) + κ·(g − 1)²).
+
+    Pollux's form (compute of the local batch m/g, then a synchronization that grows with g), plus
+    a contention term κ(g − 1)² that only the true jobs have (κ = 0 in a fitted model's parameters).
+    """
     p = params if isinstance(params, dict) else params.__dict__
     if gpus < 1 or batch < 1:
         raise ValueError(f"gpus and batch must be >= 1, got {gpus}, {batch}")
-    sync = p["gamma"] + p["delta"] * (gpus - 1) if gpus > 1 else 0.0
+    peers = gpus - 1
+    sync = p["gamma"] + p["delta"] * peers + p.get("kappa", 0.0) * peers**2 if gpus > 1 else 0.0
     # compute of the local batch m/g, then the gradient synchronization
     return p["alpha"] + p["beta"] * batch / gpus + sync
 
@@ -49,7 +59,8 @@ class PerformanceModel:
     θ = (α, β, γ, δ) minimizes Σ_i ((x_i·θ − t_i)/t_i)² + λ·Σ_k ((θ_k − θ0_k)/θ0_k)²: relative
     least squares on the observed step times t_i at configurations x_i = (1, m/g, [g>1],
     [g>1](g − 1)), pulled towards a population prior θ0 where the observations say nothing
-    (ridge). φ is the geometric mean of the noisy noise-scale estimates the job reported.
+    (ridge). φ is the geometric mean of the noisy noise-scale estimates the job reported. The
+    form has no contention term: where the true κ(g − 1)² matters, the fit is biased.
     """
 
     # population medians of the trace, what an operator knows before a job runs
@@ -68,6 +79,7 @@ class PerformanceModel:
         self.configs: set[tuple[int, int]] = set()
         self._theta = self.theta0.copy()
         self._params = self._make_params()
+        self._goodput: dict[tuple[int, int], float] = {}  # predictions of the current fit
 
     def observe(self, gpus: int, batch: int, seconds: float, phi_estimate: float) -> None:
         """Add one observed mean step time and one noise-scale estimate, and refit."""
@@ -84,6 +96,7 @@ class PerformanceModel:
         theta = np.linalg.lstsq(A, b, rcond=None)[0]
         self._theta = np.maximum(theta, 1e-6)
         self._params = self._make_params()
+        self._goodput.clear()
 
     @property
     def max_observed_gpus(self) -> int:
@@ -102,7 +115,10 @@ class PerformanceModel:
         return step_time(self.params(), gpus, batch)
 
     def predict_goodput(self, gpus: int, batch: int) -> float:
-        return goodput_rate(self.params(), gpus, batch)
+        key = (gpus, batch)
+        if key not in self._goodput:
+            self._goodput[key] = goodput_rate(self.params(), gpus, batch)
+        return self._goodput[key]
 
 
 def held_out_error(model: PerformanceModel, job: Job, max_gpus: int) -> float:

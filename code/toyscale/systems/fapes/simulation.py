@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 import simpy
 
-from toyscale.core.seeding import rng
-
 from .cluster import (
     ARMS,
     DAY,
+    METHODS,
     Config,
     Job,
     Trace,
+    observation_stream,
 )
 from .inference import (
     PredictionBoard,
-    ReplicaPool,
+    serve,
 )
 from .performance import (
     PerformanceModel,
@@ -71,6 +70,7 @@ def allocate(rates: list[list[float]], capacity: int, min_gain: float) -> list[i
 class _JobState:
     job: Job
     model: PerformanceModel
+    noise: np.random.Generator  # the job's own observation noise (the same under every policy)
     gpus: int = 0  # GPUs held now
     batch: int = 0
     phase: str = "queued"  # queued, restart, run, checkpoint, kill, done
@@ -90,45 +90,48 @@ class _JobState:
 
 @dataclass
 class SimResult:
-    """One policy on one trace: per-job times and the cluster's timelines."""
+    """One policy on one trace: per-job times, per-request latencies and the cluster's timelines."""
 
     policy: str
     jct: np.ndarray  # minutes from arrival to completion, per finished job
+    job_goodput: np.ndarray  # per finished job: work / (finish − first start), over its requested configuration's
     completed: int
     n_jobs: int
     makespan: float
-    goodput: float  # useful training progress per minute while jobs are in the system (m0-samples)
-    requests: int
-    slo_violations: int
+    throughput: float  # cluster throughput: useful work per minute while jobs are in the system (m0-samples)
+    latency_s: np.ndarray  # latency of every request of the inference window (seconds, float32)
+    request_minutes: np.ndarray  # their arrival minutes
     preemptions: int
     gpu_seconds_lost: float
     model_error: float  # mean held-out relative error of the fitted step-time model (nan: none)
     prior_error: float  # the same for the prior alone, before any observation
     timeline: np.ndarray  # rows: t, held by jobs, of which loaned, replicas, lent, to training,
-    # idle returning to inference, reclaimed from jobs, replicas busy (see TIMELINE_COLUMNS)
-    goodput_series: np.ndarray  # rows (t, cluster goodput after t)
-    violation_minutes: np.ndarray  # arrival minute of every violating request
+    # idle returning to inference, reclaimed from jobs (see TIMELINE_COLUMNS)
+    forecast: np.ndarray  # rows (t, the board's forecast of the peak rate over its horizon), FaPES only
 
 
 class _Sim:
     def __init__(self, policy: str, trace: Trace, config: Config, seed: int):
         self.policy, self.trace, self.config, self.c = policy, trace, config, config.cluster
+        self.seed = seed
         self.env = simpy.Environment()
-        self.gen = rng(seed + 7919)  # observation noise, the same stream for every policy
-        self.loaning = policy in ("loan_naive", "fapes")
+        self.loaning = policy not in ("static", "optimus", "pollux")
         self.elastic = policy != "static"
-        self.joint = policy in ("fapes", "joint_only")
-        self.replicas = ReplicaPool(self.env, self.c.infer_gpus, config.slo_min)
+        self.joint = policy not in ("static", "optimus", "fapes_gpus_only")
+        self.forecasting = policy.startswith("fapes") and policy != "fapes_reactive"  # sizes replicas ahead
+        self.kills = policy in ("loan_naive", "fapes_kills")  # naive reclaim kills; FaPES's checkpoints, scales in
+        self.fitting = policy != "fapes_no_fit"
+        self.capacity = self.c.infer_gpus  # replicas serving requests now
+        self.capacity_log: list[tuple[float, int]] = []
         self.board = PredictionBoard(trace.history_rate)
         self.lent = 0  # inference GPUs usable by training
         self.to_train = 0  # in hand-over to training (their last request is finishing)
         self.to_infer = 0  # idle lent GPUs on their way back to inference
-        self.reclaiming = 0  # lent GPUs a job is giving back (its checkpoint or kill is running)
+        self.reclaiming = 0  # lent GPUs a job is giving back (its checkpoint or kill, then the hand-over)
         self.states: list[_JobState] = []
         self.active: list[_JobState] = []  # arrived, not finished, in arrival order
         self.timeline: list[tuple] = []
-        self.goodput_series: list[tuple[float, float]] = []
-        self.arrival_count = 0
+        self.forecast: list[tuple[float, float]] = []
         self.wake = self.env.event()
         self.done_jobs = 0
 
@@ -139,12 +142,13 @@ class _Sim:
     def record(self) -> None:
         held = self.held()
         loaned = max(0, held - self.c.train_gpus)
-        r = self.replicas
         self.timeline.append(
-            (self.env.now, held, loaned, r.capacity, self.lent, self.to_train, self.to_infer, self.reclaiming, r.busy)
+            (self.env.now, held, loaned, self.capacity, self.lent, self.to_train, self.to_infer, self.reclaiming)
         )
-        rate = sum(goodput_rate(s.job, s.gpus, s.batch) for s in self.active if s.phase == "run")
-        self.goodput_series.append((self.env.now, rate))
+
+    def set_capacity(self, replicas: int) -> None:
+        self.capacity = replicas
+        self.capacity_log.append((self.env.now, replicas))
 
     def advance(self, s: _JobState) -> None:
         now = self.env.now
@@ -173,9 +177,10 @@ class _Sim:
             return
         true = step_time(s.job, s.gpus, s.batch)
         noise = self.config.step_noise / math.sqrt(min(ran, 10.0))
-        seconds = true * math.exp(self.gen.normal(0.0, noise))
-        phi = s.job.phi * math.exp(self.gen.normal(0.0, 0.3))
-        s.model.observe(s.gpus, s.batch, seconds, phi)
+        seconds = true * math.exp(s.noise.normal(0.0, noise))
+        phi = s.job.phi * math.exp(s.noise.normal(0.0, 0.3))
+        if self.fitting:
+            s.model.observe(s.gpus, s.batch, seconds, phi)
 
     # -- job phases ----------------------------------------------------------------------------
     def phase_over(self, s: _JobState, version: int) -> None:
@@ -240,7 +245,7 @@ class _Sim:
         # the lent GPUs jobs will hold beyond the training pool must fall by k
         self.lent -= k
         excess = self.future_held() - self.c.train_gpus - self.lent
-        if self.policy == "loan_naive":
+        if self.kills:
             # naive: kill the most recently started jobs until the excess is gone
             for s in sorted(self.running(), key=lambda s: -(s.started or 0)):
                 if excess <= 0:
@@ -249,9 +254,10 @@ class _Sim:
                 self.kill(s)
         else:
             self.scale_in(excess)
-        # the GPUs reach inference when the last job giving them up has released them
+        # the GPUs reach inference once the last job giving them up has released them, and the hand-over
         releasing = [s.phase_end for s in self.active if s.phase in ("checkpoint", "kill")]
-        self.move_back(k, max(releasing, default=self.env.now) - self.env.now, from_jobs=True)
+        released = max(releasing, default=self.env.now) - self.env.now
+        self.move_back(k, released + self.c.handover_min, from_jobs=True)
 
     def scale_in(self, excess: int) -> None:
         """Cost-aware reclaim: take GPUs one at a time where the predicted goodput lost is least."""
@@ -307,14 +313,14 @@ class _Sim:
                 self.reclaiming -= k
             else:
                 self.to_infer -= k
-            self.replicas.set_capacity(self.replicas.capacity + k)
+            self.set_capacity(self.capacity + k)
             self.record()
 
         self.env.timeout(delay).callbacks.append(arrive)
 
     def lend(self, k: int) -> None:
-        """Hand k replicas' GPUs to training once their last request is over."""
-        self.replicas.set_capacity(self.replicas.capacity - k)
+        """Hand k replicas' GPUs to training: they stop taking requests now, finish the last one, then move."""
+        self.set_capacity(self.capacity - k)
         self.to_train += k
 
         def arrive(_e: simpy.Event) -> None:
@@ -323,7 +329,7 @@ class _Sim:
             self.after_release()
             self.record()
 
-        self.env.timeout(self.config.service_cap_min).callbacks.append(arrive)
+        self.env.timeout(self.config.service_cap_s / 60.0 + self.c.handover_min).callbacks.append(arrive)
 
     def running(self) -> list[_JobState]:
         return [
@@ -335,42 +341,35 @@ class _Sim:
         ]
 
     # -- processes -----------------------------------------------------------------------------
-    def requests(self):
-        times, service = self.trace.request_times, self.trace.service_times
-        for t, s in zip(times, service, strict=True):
-            if t > self.env.now:
-                yield self.env.timeout(t - self.env.now)
-            if self.done_jobs == len(self.trace.jobs):
-                return
-            self.arrival_count += 1
-            self.replicas.arrive(float(s))
-
     def autoscaler(self):
-        """Every minute: size the replicas to the demand, lend the surplus, reclaim on demand."""
-        window: deque[int] = deque(maxlen=15)
-        last = 0
-        while True:
+        """Every minute: size the replicas to the demand, lend the surplus, reclaim on demand.
+
+        Both lending policies keep `headroom` on their demand estimate. The naive one estimates it
+        from the last 5 minutes' requests; FaPES takes the larger of that and the prediction board's
+        peak over the next `forecast_horizon_min`, so it keeps replicas ahead of a rise it expects.
+        """
+        counts, minute = self.trace.counts, 0
+        while minute + 1 < counts.size:
             yield self.env.timeout(1.0)
-            window.append(self.arrival_count - last)
-            last = self.arrival_count
+            minute += 1
             if not self.loaning:
                 continue
-            observed = sum(window) / len(window)
-            per_replica = self.config.target_utilization / self.config.service_min
-            if self.policy == "fapes":
-                # the prediction board: the peak rate expected over the horizon, plus a margin
-                expect = self.board.forecast(self.env.now, observed, self.config.forecast_horizon_min)
-                expect = max(expect, observed) * (1 + self.config.forecast_margin)
-            else:
-                expect = sum(list(window)[-5:]) / min(5, len(window))
-            keep = min(self.c.infer_gpus, max(1, math.ceil(expect / per_replica)))
-            have = self.replicas.capacity + self.to_infer + self.reclaiming
+            recent = float(np.mean(counts[max(0, minute - 5) : minute]))
+            expect = recent
+            if self.forecasting:
+                seen = float(np.mean(counts[max(0, minute - 15) : minute]))
+                board = self.board.forecast(self.env.now, seen, self.config.forecast_horizon_min)
+                self.forecast.append((self.env.now, board))
+                expect = max(board, recent)
+            expect *= 1 + self.config.headroom
+            keep = min(self.c.infer_gpus, max(1, math.ceil(expect / self.config.per_replica_rate)))
+            have = self.capacity + self.to_infer + self.reclaiming
             if have < keep:
                 self.reclaim(min(keep - have, self.lent))
                 self.record()
-            elif self.replicas.capacity > keep + 1 and have > keep + 1:
+            elif self.capacity > keep + 1 and have > keep + 1:
                 # lend the surplus beyond one spare replica
-                self.lend(min(self.replicas.capacity - keep, have - keep) - 1)
+                self.lend(min(self.capacity - keep, have - keep) - 1)
                 self.record()
 
     def best_rate(self, s: _JobState, g: int) -> tuple[float, int]:
@@ -441,26 +440,37 @@ class _Sim:
         for job in self.trace.jobs:
             if job.arrival > self.env.now:
                 yield self.env.timeout(job.arrival - self.env.now)
-            s = _JobState(job, PerformanceModel(job.m0), last_update=self.env.now)
+            noise = observation_stream(self.seed, job.id)
+            s = _JobState(job, PerformanceModel(job.m0), noise, last_update=self.env.now)
             self.states.append(s)
             self.active.append(s)
             self.after_release()
 
     def run(self) -> None:
         self.env.process(self.arrivals())
-        self.env.process(self.requests())
         self.env.process(self.autoscaler())
         done = self.env.process(self.scheduler())
         self.env.run(until=simpy.AnyOf(self.env, [done, self.env.timeout(self.config.max_days * DAY)]))
         for s in self.active:
             self.advance(s)
         self.record()
+        if self.env.now < self.config.window_min:  # inference goes on until the end of its window
+            self.env.run(until=self.config.window_min)
+            self.record()
 
 
-def simulate(policy: str, trace: Trace, config: Config | None = None, seed: int = 0) -> SimResult:
-    """Run one policy on one trace until every job finishes (or max_days), and measure it."""
-    if policy not in ARMS:
-        raise ValueError(f"policy must be one of {ARMS}, got {policy!r}")
+def simulate(
+    policy: str, trace: Trace, config: Config | None = None, seed: int = 0, *, fixed_latency: np.ndarray | None = None
+) -> SimResult:
+    """Run one policy on one trace until every job finishes (or max_days), and measure it.
+
+    policy: an arm, or what a falsifier runs in FaPES's place (`cluster.METHODS`); seed: the seed
+    the trace was drawn from (it seeds each job's observation noise). The latencies of the requests
+    are computed after the run from the replicas over time (`inference.serve`); fixed_latency: the
+    latencies with every replica serving throughout, if already computed for this trace.
+    """
+    if policy not in ARMS + METHODS:
+        raise ValueError(f"policy must be one of {sorted(set(ARMS + METHODS))}, got {policy!r}")
     if not isinstance(trace, Trace):
         raise TypeError(f"trace must be a Trace, got {type(trace).__name__}")
     config = config or Config()
@@ -468,30 +478,35 @@ def simulate(policy: str, trace: Trace, config: Config | None = None, seed: int 
     sim.run()
     finished = [s for s in sim.states if s.finished is not None]
     jct = np.array([s.finished - s.job.arrival for s in finished])
+    goodput = np.array(
+        [s.job.work / (s.finished - s.started) / goodput_rate(s.job, s.job.gpus_requested, s.job.m0) for s in finished]
+    )
     end = max((s.finished for s in finished), default=sim.env.now)
     work = sum(s.job.work for s in finished)
     in_system = _busy_minutes([(s.job.arrival, s.finished or end) for s in sim.states])
-    latencies = np.array(sim.replicas.latencies)
-    arrivals = np.array(sim.replicas.arrivals)
-    violating = arrivals[latencies > config.slo_min]
+    if sim.capacity_log or fixed_latency is None:
+        served = serve(trace.request_times, trace.service_times / 60.0, sim.capacity_log, config.cluster.infer_gpus)
+        latency = (60.0 * served).astype(np.float32)
+    else:
+        latency = fixed_latency
     errors = [held_out_error(s.model, s.job, config.cluster.max_gpus_per_job) for s in sim.states]
     prior = [held_out_error(PerformanceModel(s.job.m0), s.job, config.cluster.max_gpus_per_job) for s in sim.states]
     return SimResult(
         policy=policy,
         jct=jct,
+        job_goodput=goodput,
         completed=len(finished),
         n_jobs=len(trace.jobs),
         makespan=float(end),
-        goodput=work / max(in_system, 1e-9),
-        requests=int(latencies.size),
-        slo_violations=int(violating.size),
+        throughput=work / max(in_system, 1e-9),
+        latency_s=latency,
+        request_minutes=trace.request_times,
         preemptions=sum(s.preemptions for s in sim.states),
         gpu_seconds_lost=60.0 * sum(s.lost_gpu_min for s in sim.states),
         model_error=float(np.nanmean(errors)) if policy != "static" else float("nan"),
         prior_error=float(np.nanmean(prior)),
         timeline=np.array(sim.timeline, dtype=float),
-        goodput_series=np.array(sim.goodput_series, dtype=float),
-        violation_minutes=violating,
+        forecast=np.array(sim.forecast, dtype=float).reshape(-1, 2),
     )
 
 
