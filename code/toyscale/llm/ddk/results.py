@@ -21,7 +21,7 @@ from .experiment import Config, Result, run
 from .sweeps import SWEEP_METRICS, gamma_sweep, gap_boundary
 
 #: The KL weights γ of the sweep (0.2 is the paper's).
-GAMMAS = (0.1, 0.2, 0.5, 1.0)
+GAMMAS = (0.1, 0.2, 0.5, 1.0, 2.0)
 #: The seeds γ was chosen on: apart from the book's seeds, the calibration seeds and any confirmation start.
 TUNING_SEEDS = (1100, 1101, 1102, 1103, 1104)
 #: The heterogeneity h of the boundary sweep: from equal gaps (0) to the five distinct domains (1).
