@@ -53,7 +53,7 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
             for k, name in enumerate(names):
                 grid[i, j, k] = result.metrics[arm].get(name, np.nan)
     sweep = gamma_sweep(config, GAMMAS, TUNING_SEEDS)
-    worst, mean, spread = gap_boundary(config, HETEROGENEITY_POINTS, seeds)
+    worst, mean, spread = gap_boundary(config, HETEROGENEITY_POINTS, seeds, known=results)
     arrays = {
         "seeds": np.asarray(seeds, dtype=np.int64),
         "domains": np.array(results[0].domains),

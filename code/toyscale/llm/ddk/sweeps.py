@@ -18,6 +18,7 @@ from toyscale.core.progress import progress
 
 from .experiment import (
     Config,
+    Result,
     _fit_and_measure,
     gap_spread,
     mix_domains,
@@ -54,27 +55,47 @@ def gamma_sweep(config: Config, gammas: Sequence[float], seeds: Sequence[int]) -
     return out
 
 
+def _known_point(result: Result | None, h: float) -> tuple[dict, dict, float] | None:
+    """KD's and DDK's metrics and the gap spread at h, if `run` already trained them (its own world, or
+    its control's): the same computation, so the sweep need not repeat it."""
+    if result is None:
+        return None
+    config = result.config
+    if h == config.heterogeneity and {"kd", "ddk"} <= set(result.metrics):
+        return result.metrics["kd"], result.metrics["ddk"], result.gap_spread["default"]
+    if h == config.control_heterogeneity and "control" in result.gap_spread:
+        return result.metrics["kd, equal gaps"], result.metrics["ddk, equal gaps"], result.gap_spread["control"]
+    return None
+
+
 def gap_boundary(
-    config: Config, points: Sequence[float], seeds: Sequence[int]
+    config: Config, points: Sequence[float], seeds: Sequence[int], known: Sequence[Result] = ()
 ) -> tuple[Boundary, Boundary, np.ndarray]:
     """Where DDK's effects live: KD − DDK on the worst-domain and on the mean test ratio across h.
 
     Returns the worst-domain boundary, the mean boundary (each Δ positive where DDK is better) and
     the spread of the warm student's validation gaps at each point and seed (`gap_spread`). One
-    corpus, teacher and warm student per seed serve every point.
+    corpus, teacher and warm student per seed serve every point. `known`: results of `run(config)` on
+    some of the seeds, whose default world and control's world are taken as they are, not retrained.
     """
     if not points or not all(0 <= h <= 1 for h in points):
         raise ValueError(f"points must be heterogeneities in [0, 1], got {points}")
+    by_seed = {r.seed: r for r in known if r.config == config}
     worst = np.zeros((len(points), len(seeds)))
     mean = np.zeros_like(worst)
     spread = np.zeros_like(worst)
     for j, seed in enumerate(progress(seeds, desc="gap boundary: seeds")):
-        shared, warm = prepare(config, seed)
         for i, h in enumerate(points):
-            data = mix_domains(shared, h, seed)
-            spread[i, j] = gap_spread(perplexity_ratio(student_nats(warm, data.val), data.teacher_val_nats))
-            kd, _ = _fit_and_measure("kd", "kd", warm, data, config, seed)
-            ddk, _ = _fit_and_measure("ddk", config.method, warm, data, config, seed)
+            found = _known_point(by_seed.get(seed), h)
+            if found is None:
+                shared, warm = prepare(config, seed)
+                data = mix_domains(shared, h, seed)
+                found = (
+                    _fit_and_measure("kd", "kd", warm, data, config, seed)[0],
+                    _fit_and_measure("ddk", config.method, warm, data, config, seed)[0],
+                    gap_spread(perplexity_ratio(student_nats(warm, data.val), data.teacher_val_nats)),
+                )
+            kd, ddk, spread[i, j] = found
             worst[i, j] = kd["max_ratio"] - ddk["max_ratio"]
             mean[i, j] = kd["mean_ratio"] - ddk["mean_ratio"]
     parameter = "heterogeneity h of the domains"
