@@ -116,8 +116,9 @@ class Config:
 
     @classmethod
     def fast(cls) -> Config:
-        """The tests' configuration: the default world and warm student, two fifths of the distillation budget,
-        three fifths of the validation windows, and no CPT arm (no claim reads it). Calibrated on its own.
+        """The falsifier tests' configuration: the default world and warm student, two fifths of the distillation
+        budget, three fifths of the validation windows, and no CPT arm (no claim reads it). The claims themselves
+        are checked on the default configuration only (its margins come from calibrating it).
         """
         return cls(steps=180, val_windows=186, arms=("kd", "static", "ddk_no_smoothing", "ddk"))
 
