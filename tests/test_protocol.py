@@ -15,15 +15,12 @@ from toyscale.core.claims import BASELINE_IN_PLACE, EFFECT, KINDS, MECHANISM_OFF
 
 RE_AUDIT_PENDING = {
     "star",
-    "rec4ad",
-    "picasso",
     "glvq",
     "dcpt",
     "badiff",
     "victor",
     "combatvla",
     "c4",
-    "fangorn",
 }
 
 

@@ -116,6 +116,30 @@ ARTIFACTS: dict[str, Artifact] = {
         ),
         Artifact("ddk_results", ("ddk",), "toyscale.llm.ddk.results:reference_arrays", "data/llm/ddk_results.npz"),
         Artifact(
+            "rec4ad_results",
+            ("rec4ad",),
+            "toyscale.recsys.rec4ad.results:reference_arrays",
+            "data/recsys/rec4ad_results.npz",
+        ),
+        Artifact(
+            "fangorn_costs",
+            ("fangorn",),
+            "toyscale.systems.fangorn.cluster:reference_arrays",
+            "data/systems/fangorn_costs.npz",
+        ),
+        Artifact(
+            "fangorn_results",
+            ("fangorn",),
+            "toyscale.systems.fangorn.results:reference_arrays",
+            "data/systems/fangorn_results.npz",
+        ),
+        Artifact(
+            "picasso_results",
+            ("picasso",),
+            "toyscale.recsys.picasso.results:reference_arrays",
+            "data/recsys/picasso_results.npz",
+        ),
+        Artifact(
             "fapes_results",
             ("fapes",),
             "toyscale.systems.fapes.results:reference_arrays",

@@ -1,11 +1,23 @@
-"""PICASSO: packing, interleaving and caching change no number; hit-rate math; claims over 5 seeds; bad input."""
+"""PICASSO: packing, interleaving and caching change no number; the traffic model by hand; the claims and their
+falsifiers (margins were set on calibration seeds 1000–1011); bad input.
+
+The exact claims are checked live on the book's seeds of the fast config. The timing claims (the packing
+speed-up and its one-field control) are checked on the committed five-seed results of the default config,
+measured on the build machine: a test suite shares its two cores with another worker, and a step of a
+fraction of a millisecond at F = 1 cannot be timed reliably there (the book's standard: speed is measured in
+benchmarks, not asserted in tests). Live, the packed model must still beat the per-field one clearly at the
+largest F, and each falsifier must make the packing claim fail."""
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
-from toyscale.core.claims import evaluate, unmet
+from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
+from toyscale.core.claims import BASELINE_IN_PLACE, EFFECT, MECHANISM_OFF
 from toyscale.recsys import picasso
+from toyscale.recsys.picasso import results as committed
 from toyscale.recsys.world import field_reference_arrays, make_field_log, zipf_probabilities, zipf_stream
 
 torch.set_num_threads(1)
@@ -77,6 +89,23 @@ def test_benchmark_alternates_and_takes_median_of_paired_ratios():
     assert len(timing.a) == len(timing.b) == 4
     fixed = picasso.Timing(a=[4.0, 2.0, 9.0], b=[2.0, 2.0, 3.0])
     assert fixed.ratio == 2.0 and fixed.median_a == 4.0
+    assert fixed.min_ratio == 1.0  # the fastest call of each side: 2 / 2
+
+
+def test_packing_in_groups_changes_no_number():
+    model, rows, _ = _model_and_batch(n_fields=7, n_rows=(30, 11, 57))
+    for group_size in (1, 3, 7):
+        packed = picasso.packed_copy(model, group_size)
+        assert len(packed.deep.groups) == -(-7 // group_size)
+        torch.testing.assert_close(packed(rows), model(rows))
+    with pytest.raises(ValueError, match="group_size"):
+        picasso.PackedGroups([3, 3], 2, 0)
+
+
+def test_steps_per_call_grow_as_fields_shrink():
+    config = picasso.Config()
+    steps = [picasso.experiment.steps_per_call(config, f) for f in config.field_counts]
+    assert steps[-1] == config.bench_steps and steps[0] == 64 and steps == sorted(steps, reverse=True)
 
 
 def test_parse_and_hash_is_consistent_and_in_range():
@@ -147,6 +176,36 @@ def test_static_cache_and_zipf_math():
     assert picasso.lru_hits(stream[:50_000], 20)[25_000:].mean() <= measured + 0.01
 
 
+def test_slow_tier_rows_by_hand():
+    steps = [np.array([1, 2, 2, 3]), np.array([1, 4])]
+    profile = np.array([1, 1, 2])
+    # one table: every unique id is read and written back
+    assert picasso.slow_tier_rows(steps, "static", 0, profile, 5).tolist() == [6, 4]
+    # static hot set {1}: misses 2, 3 then 4, each read and written back
+    assert picasso.slow_tier_rows(steps, "static", 1, profile, 5).tolist() == [4, 2]
+    # LRU of 2 warmed on the profile holds {1, 2}: step 1 reads 3 and evicts 1 (written back);
+    # step 2 reads 1 (evicts 2) and 4 (evicts 3)
+    assert picasso.slow_tier_rows(steps, "lru", 2, profile, 5).tolist() == [2, 4]
+    with pytest.raises(ValueError, match="policy"):
+        picasso.slow_tier_rows(steps, "fifo", 1, profile, 5)
+
+
+def test_the_hot_set_drifts_and_the_law_stays():
+    fixed = picasso.drifting_stream(1000, 1.1, 20_000, drift=0.0, segments=4, generator=np.random.default_rng(0))
+    moving = picasso.drifting_stream(1000, 1.1, 20_000, drift=1.0, segments=4, generator=np.random.default_rng(0))
+
+    def top(ids):
+        return set(np.argsort(-np.bincount(ids, minlength=1000))[:10].tolist())
+
+    assert top(fixed[:5000]) == top(fixed[-5000:])  # no drift: the same hot rows
+    assert len(top(moving[:5000]) & top(moving[-5000:])) < 5  # full drift: new hot rows
+    # the popularity law is the same: the top ten rows of any segment hold the same share
+    share = [np.sort(np.bincount(s, minlength=1000))[-10:].sum() / 5000 for s in (fixed[:5000], moving[-5000:])]
+    assert share[0] == pytest.approx(share[1], abs=0.03)
+    with pytest.raises(ValueError, match="drift"):
+        picasso.drifting_stream(10, 1.0, 100, drift=2.0, segments=2, generator=np.random.default_rng(0))
+
+
 def test_two_tier_training_is_bit_identical_to_one_table():
     generator = torch.Generator().manual_seed(0)
     weight = torch.randn(100, 4, generator=generator)
@@ -184,11 +243,15 @@ def test_bad_input_raises_value_error_naming_the_argument():
     with pytest.raises(ValueError, match="capacity"):
         picasso.lru_hits(np.array([1]), -1)
     with pytest.raises(ValueError, match="field_counts"):
-        picasso.Config(field_counts=(50, 10))
+        picasso.Config(field_counts=(10, 50, 200))
     with pytest.raises(ValueError, match="micro_batches"):
         picasso.Config(batch_size=500, micro_batches=3)
-    with pytest.raises(ValueError, match="cache_fractions"):
-        picasso.Config(headline_fraction=0.5)
+    with pytest.raises(ValueError, match="cache_fraction"):
+        picasso.Config(cache_fraction=1.5)
+    with pytest.raises(ValueError, match="parts"):
+        picasso.Config(parts=("gpu",))
+    with pytest.raises(ValueError, match="packing_method"):
+        picasso.Config(packing_method="fused")
     with pytest.raises(ValueError, match="zipf"):
         make_field_log(10, 2, zipf=-1.0)
     with pytest.raises(TypeError, match="config"):
@@ -207,36 +270,59 @@ def test_bad_input_raises_value_error_naming_the_argument():
 
 @pytest.fixture(scope="module")
 def fast_results():
-    return [picasso.run(picasso.Config.fast(), seed=s) for s in range(5)]
+    return [picasso.run(picasso.Config.fast(), seed=s) for s in BOOK_SEEDS]
 
 
 def test_run_is_complete_and_its_exact_parts_deterministic(fast_results):
     result = fast_results[0]
     assert result.identical_models
-    assert set(result.metrics) >= {"per_field", "packed", "serial", "interleaved", "cache_static", "cache_lru"}
+    assert set(result.metrics) >= {"per_field", "packed", "serial", "interleaved", "traffic"}
     assert len(result.speedup) == len(result.field_counts)
-    again = picasso.measure_caching(picasso.Config.fast(), 0)
-    assert again == result.hit_rate
+    again = picasso.run(replace(picasso.Config.fast(), parts=("traffic",)))
+    assert again.metrics["traffic"] == result.metrics["traffic"] and again.policy == result.policy
 
 
 def test_figures_build(fast_results):
     result = fast_results[0]
-    for fig in (picasso.fig_packing(result), picasso.fig_timeline(result), picasso.fig_hit_rate(result)):
+    figures = (picasso.fig_packing, picasso.fig_phases, picasso.fig_timeline, picasso.fig_traffic)
+    for fig in (make(result) for make in figures):
         assert len(fig.data) >= 2 and fig.layout.title.text
 
 
-def test_claims_over_five_seeds(fast_results):
-    outcomes = evaluate(picasso.CLAIMS, lambda config, seed: fast_results[seed], seeds=range(5))
+TIMED = {"packing_speedup_grows_with_fields", "one_field_no_gain"}
+
+
+def test_claims_over_the_book_seeds(fast_results):
+    exact = [claim for claim in picasso.CLAIMS if claim.id not in TIMED]
+    outcomes = check_results(exact, fast_results, BOOK_SEEDS, "picasso")
     assert not unmet(outcomes), unmet(outcomes)
+    # the timing claims are checked on the committed results (below); live, packing must still pay clearly
+    largest = [r.speedup[-1] for r in fast_results]
+    assert sorted(largest)[len(largest) // 2] > 1.5, largest
 
 
-def test_a_broken_cache_fails_its_claim(fast_results):
-    # a "cache" that keeps random rows instead of the hottest ones must fail the hit-rate claim
-    broken = []
-    for result in fast_results:
-        clone = picasso.Result(**{**result.__dict__, "hit_rate": {k: dict(v) for k, v in result.hit_rate.items()}})
-        top = clone.config.skews[-1]
-        clone.hit_rate["static"][top] = list(clone.config.cache_fractions)  # random rows: hit rate ≈ fraction
-        broken.append(clone)
-    claim = next(c for c in picasso.CLAIMS if c.id == "small_cache_serves_most_lookups")
-    assert not claim.check(broken).passed
+@pytest.mark.parametrize("falsifier", picasso.FALSIFIERS, ids=lambda x: x.name)
+def test_every_expected_effect_fails_under_its_falsifiers(falsifier):
+    outcomes = falsify(falsifier, picasso.CLAIMS, picasso.run, BOOK_SEEDS, picasso.Config.fast(), "picasso")
+    assert not survivors(outcomes), survivors(outcomes)
+
+
+def test_every_expected_effect_has_both_falsifiers():
+    for claim in picasso.CLAIMS:
+        if claim.kind == EFFECT and claim.expected:
+            kinds = {x.kind for x in picasso.FALSIFIERS if claim.id in x.claims}
+            assert kinds == {MECHANISM_OFF, BASELINE_IN_PLACE}, f"{claim.id} has falsifiers of kinds {kinds}"
+
+
+def test_the_committed_results_hold_the_claims_and_a_rerun_slice_matches():
+    reference = committed.reference()
+    assert [r.seed for r in reference.results] == list(BOOK_SEEDS)
+    assert not unmet(check_results(picasso.CLAIMS, reference.results, BOOK_SEEDS, "picasso"))
+    # the traffic is exact: rerun seed 0's part and one point of each sweep
+    config = picasso.Config()
+    live = picasso.run(picasso.Config(parts=("traffic",)), seed=0)
+    assert live.metrics["traffic"] == pytest.approx(reference.results[0].metrics["traffic"], rel=1e-12)
+    i = reference.skew.points.index(0.6)
+    assert picasso.skew_delta(config, 0, 0.6) == pytest.approx(reference.skew.deltas[i][0], rel=1e-12)
+    i = reference.drift.points.index(0.1)
+    assert picasso.drift_delta(config, 0, 0.1) == pytest.approx(reference.drift.deltas[i][0], rel=1e-12)

@@ -109,3 +109,76 @@ class SingleTable(nn.Module):
     def forward(self, ids: Tensor) -> Tensor:
         # e_n = Σ_l W[id_{n,l}]
         return F.embedding(ids, self.weight).sum(dim=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Traffic: rows a two-tier table moves over the slow link, step by step, under a drifting stream
+# ---------------------------------------------------------------------------------------------
+
+POLICIES = ("static", "lru")  # how the fast tier chooses its rows
+
+
+def drifting_stream(
+    n_rows: int, exponent: float, size: int, *, drift: float, segments: int, generator: np.random.Generator
+) -> np.ndarray:
+    """`size` Zipf ids whose hot set drifts: the stream is cut into `segments` equal parts and, before
+    each part after the first, a share `drift` of the ranks trade their ids in random pairs.
+
+    The popularity law stays the same; which rows are hot changes (yesterday's best seller is not
+    today's). drift = 0 is a fixed law; drift = 1 redraws the rank of every row each segment.
+    """
+    if not 0 <= drift <= 1 or segments < 1 or size < segments:
+        raise ValueError(f"need 0 <= drift <= 1 and 1 <= segments <= size, got {drift}, {segments}, {size}")
+    order = generator.permutation(n_rows)
+    p = zipf_probabilities(n_rows, exponent)
+    parts = []
+    for i, n in enumerate(np.diff(np.linspace(0, size, segments + 1).round().astype(int))):
+        if i:
+            moved = generator.choice(n_rows, size=2 * (int(drift * n_rows) // 2), replace=False)
+            a, b = moved[: len(moved) // 2], moved[len(moved) // 2 :]
+            order[a], order[b] = order[b].copy(), order[a].copy()
+        parts.append(order[generator.choice(n_rows, size=n, p=p)])
+    return np.concatenate(parts).astype(np.int64)
+
+
+def slow_tier_rows(steps: list[np.ndarray], policy: str, capacity: int, profile: np.ndarray, n_rows: int) -> np.ndarray:
+    """Rows moved over the slow link at each training step (reads of missing rows + write-backs).
+
+    Each step looks up the unique ids of its batch. A single table (capacity 0) reads every one
+    from the slow tier and writes every updated row back. 'static': the fast tier holds the
+    `capacity` rows most frequent in `profile` (fixed); a miss is read and written back. 'lru': the
+    fast tier holds the `capacity` most recently used rows, warmed on `profile`; a miss is read and
+    stays in the fast tier, and the row it evicts is written back (embeddings change as they train).
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    moved = np.zeros(len(steps), dtype=np.int64)
+    if policy == "static":
+        is_hot = np.zeros(n_rows, dtype=bool)
+        is_hot[static_top_k(profile, n_rows, capacity)] = True
+        for i, ids in enumerate(steps):
+            moved[i] = 2 * int((~is_hot[np.unique(ids)]).sum())
+        return moved
+    cache: OrderedDict[int, None] = OrderedDict()
+    for key in profile.tolist():  # warm the cache on the profile, as the previous window left it
+        if capacity:
+            cache[key] = None
+            cache.move_to_end(key)
+            if len(cache) > capacity:
+                cache.popitem(last=False)
+    for i, ids in enumerate(steps):
+        reads = writes = 0
+        for key in np.unique(ids).tolist():
+            if key in cache:
+                cache.move_to_end(key)
+                continue
+            reads += 1
+            if not capacity:
+                writes += 1
+                continue
+            cache[key] = None
+            if len(cache) > capacity:
+                cache.popitem(last=False)
+                writes += 1
+        moved[i] = reads + writes
+    return moved

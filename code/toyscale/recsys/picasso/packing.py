@@ -59,13 +59,17 @@ class PackedEmbedding(nn.Module):
         self.register_buffer("offsets", torch.tensor(np.r_[0, np.cumsum(n_rows)[:-1]], dtype=torch.long))
 
     @classmethod
+    def from_weights(cls, weights: Sequence[Tensor]) -> PackedEmbedding:
+        """A packed table holding exactly the given per-field tables, stacked in field order."""
+        packed = cls([w.shape[0] for w in weights], weights[0].shape[1])
+        with torch.no_grad():
+            packed.bag.weight.copy_(torch.cat(list(weights)))
+        return packed.to(weights[0].device)
+
+    @classmethod
     def from_bags(cls, bags: FieldBags) -> PackedEmbedding:
         """A packed table holding exactly the weights of `bags`, stacked in field order."""
-        n_rows = [bag.num_embeddings for bag in bags.bags]
-        packed = cls(n_rows, bags.bags[0].embedding_dim)
-        with torch.no_grad():
-            packed.bag.weight.copy_(torch.cat([bag.weight for bag in bags.bags]))
-        return packed.to(bags.bags[0].weight.device)
+        return cls.from_weights([bag.weight for bag in bags.bags])
 
     def global_rows(self, rows: Tensor) -> Tensor:
         """Field-local ids (N, F, L) to rows of the packed table: o_f + id."""
@@ -79,6 +83,41 @@ class PackedEmbedding(nn.Module):
         n, f, length = flat.shape
         # e_{n,f} = Σ_l W[o_f + id_{n,f,l}], one call, N·F bags of L ids
         return self.bag(flat.reshape(n * f, length)).view(n, f, -1)
+
+
+class PackedGroups(nn.Module):
+    """The F fields' tables packed in groups of `group_size` consecutive fields, one lookup per group.
+
+    group_size = F is PICASSO's packing (one table, one call); group_size = 1 packs nothing: each
+    field keeps its own table and its own call, through the same code.
+    """
+
+    def __init__(self, n_rows: Sequence[int], dim: int, group_size: int) -> None:
+        super().__init__()
+        if group_size < 1:
+            raise ValueError(f"group_size must be >= 1, got {group_size}")
+        self.n_fields, self.group_size = len(n_rows), group_size
+        self.groups = nn.ModuleList(
+            PackedEmbedding(n_rows[i : i + group_size], dim) for i in range(0, len(n_rows), group_size)
+        )
+
+    @classmethod
+    def from_bags(cls, bags: FieldBags, group_size: int) -> PackedGroups:
+        """Groups holding exactly the weights of `bags`."""
+        weights = [bag.weight for bag in bags.bags]
+        packed = cls([w.shape[0] for w in weights], weights[0].shape[1], group_size)
+        packed.groups = nn.ModuleList(
+            PackedEmbedding.from_weights(weights[i : i + group_size]) for i in range(0, len(weights), group_size)
+        )
+        return packed
+
+    def forward(self, rows: Tensor) -> Tensor:
+        """Pooled embeddings (N, F, d) of field-local ids `rows` (N, F, L)."""
+        _check_rows(rows, self.n_fields)
+        if len(self.groups) == 1:
+            return self.groups[0](rows)
+        g = self.group_size
+        return torch.cat([group(rows[:, i * g : (i + 1) * g]) for i, group in enumerate(self.groups)], dim=1)
 
 
 class WideAndDeep(nn.Module):
@@ -105,14 +144,22 @@ class WideAndDeep(nn.Module):
         return wide.sum(dim=(1, 2)) + self.mlp(deep.flatten(1)).squeeze(1)
 
 
-def packed_copy(model: WideAndDeep) -> WideAndDeep:
-    """The same model (same weights) with its per-field tables packed: outputs and gradients are unchanged."""
+def packed_copy(model: WideAndDeep, group_size: int | None = None) -> WideAndDeep:
+    """The same model (same weights) with its per-field tables packed: outputs and gradients are unchanged.
+
+    group_size None packs every field into one table; an int packs groups of that many fields
+    (`PackedGroups`; 1 packs nothing).
+    """
     if model.packed:
         raise ValueError("model is already packed")
     packed = copy.deepcopy(model)
     packed.packed = True
-    packed.deep = PackedEmbedding.from_bags(model.deep)
-    packed.wide = PackedEmbedding.from_bags(model.wide)
+    if group_size is None:
+        packed.deep = PackedEmbedding.from_bags(model.deep)
+        packed.wide = PackedEmbedding.from_bags(model.wide)
+    else:
+        packed.deep = PackedGroups.from_bags(model.deep, group_size)
+        packed.wide = PackedGroups.from_bags(model.wide, group_size)
     return packed
 
 

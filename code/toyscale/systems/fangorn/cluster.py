@@ -6,8 +6,13 @@ executor ran is replayed as a simulated task whose duration comes from a cost mo
 (map), aggregating (reduce) and building a join side (build), times `rows_scale` production
 rows per toy row. Batch tasks run on on-demand resources: each asks the pool of `slots` for a
 slot and pays a start latency; a bubble runs on warm long-running workers with no start latency
-but holds its workers for its whole span (the latency-versus-efficiency trade the paper
-describes).
+but holds its gang of workers for its whole span (the latency-versus-efficiency trade the paper
+describes). Several jobs may share the cluster (`simulate_jobs`): they queue for the same slots
+and the same warm workers.
+
+The claims and tests replay with the *committed* cost model (`committed_costs`, the artifact
+`fangorn_costs`), so a seed gives the same numbers on every machine and under any load; a live
+calibration on the reader's machine is shown beside it in the notebook.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ KINDS = ("map", "reduce", "build")
 class CostModel:
     """Seconds per toy row for each kind of work, and the noise of the measurement.
 
-    per_row_s[kind]: median-based slope; task_s: measured overhead of one thread task;
-    noise: relative spread (interquartile range / median) of the repeated timings, per kind.
+    per_row_s[kind]: median-based slope; task_s: the measured cost of one Python call (a fixed
+    cost per task, negligible next to the rows' work); noise: relative spread (interquartile range
+    / median) of the repeated timings, per kind.
     """
 
     per_row_s: dict[str, float]
@@ -40,8 +46,8 @@ def calibrate(sizes: tuple[int, ...] = (4_000, 16_000, 64_000), reps: int = 5, *
     """Time each task kind `reps` times at each size; b = median over sizes of median(t) / n.
 
     Medians, not means, because the machine is shared: a stray slow repetition (another process
-    taking the core) moves a mean, not a median. The fixed cost of a thread task (microseconds)
-    is measured apart and is negligible next to milliseconds of work at these sizes.
+    taking the core) moves a mean, not a median. The fixed cost of a call (microseconds) is
+    measured apart and is negligible next to milliseconds of work at these sizes.
     """
     if reps < 3 or len(sizes) < 2 or min(sizes) < 1:
         raise ValueError(f"need reps >= 3 and >= 2 positive sizes, got reps={reps}, sizes={sizes}")
@@ -76,6 +82,38 @@ def calibrate(sizes: tuple[int, ...] = (4_000, 16_000, 64_000), reps: int = 5, *
         (lambda: None)()
         t.append(time.perf_counter() - t0)
     return CostModel(per_row, float(np.median(t)), noise)
+
+
+def cost_arrays(costs: CostModel) -> dict[str, np.ndarray]:
+    """A cost model as arrays (per kind in KINDS order) for `core.save_arrays`."""
+    return {
+        "per_row_s": np.array([costs.per_row_s[k] for k in KINDS]),
+        "task_s": np.array([costs.task_s]),
+        "noise": np.array([costs.noise[k] for k in KINDS]),
+    }
+
+
+def cost_model(arrays: dict[str, np.ndarray]) -> CostModel:
+    """The inverse of `cost_arrays`."""
+    if any(np.shape(arrays.get(k)) != (n,) for k, n in (("per_row_s", 3), ("task_s", 1), ("noise", 3))):
+        raise ValueError("a cost model needs arrays per_row_s (3,), task_s (1,) and noise (3,)")
+    return CostModel(
+        {k: float(v) for k, v in zip(KINDS, arrays["per_row_s"], strict=True)},
+        float(arrays["task_s"][0]),
+        {k: float(v) for k, v in zip(KINDS, arrays["noise"], strict=True)},
+    )
+
+
+def reference_arrays() -> dict[str, np.ndarray]:
+    """The committed cost model: `calibrate` with 15 repetitions per size on the machine that builds it."""
+    return cost_arrays(calibrate(reps=15, seed=0))
+
+
+def committed_costs() -> CostModel:
+    """The cost model the claims and tests replay with (the artifact `fangorn_costs`, checksum-verified)."""
+    from toyscale.datasets import ARTIFACTS
+
+    return cost_model(ARTIFACTS["fangorn_costs"].load())
 
 
 @dataclass(frozen=True)
@@ -119,41 +157,59 @@ class Replay:
 
 
 def simulate(stages: list[Stage], cost: CostModel, cluster: Cluster) -> Replay:
-    """Replay the stages on the cluster: a stage starts when its upstream stages have finished.
+    """Replay one job alone on the cluster (`simulate_jobs` with a single job)."""
+    return simulate_jobs([stages], cost, cluster)[0]
+
+
+def simulate_jobs(jobs: list[list[Stage]], cost: CostModel, cluster: Cluster) -> list[Replay]:
+    """Replay jobs submitted together at time 0; a stage starts when its upstream stages have finished.
 
     Batch: each task requests an on-demand slot, waits start_s, runs, releases; it holds the slot
-    for start_s + run. Bubble: every task starts at once on a warm worker (no start latency); the
-    bubble's workers are held from its start to its end.
+    for start_s + run. Bubble: the stage takes a gang of warm workers, one per task, from the pool
+    of `warm_slots` (waiting until that many are free), runs every task at once with no start
+    latency, and holds the gang from its start to its end. Returns each job's time (its last
+    stage's end) and slot-seconds.
     """
     env = simpy.Environment()
     pool = simpy.Resource(env, capacity=cluster.slots)
-    done = {s.name: env.event() for s in stages}
-    spans: dict[str, list[tuple[float, float]]] = {s.name: [] for s in stages}
-    held = [0.0]
+    warm = simpy.Container(env, capacity=cluster.warm_slots, init=cluster.warm_slots)
+    replays = []
 
-    def batch_task(name: str, seconds: float):
-        with pool.request() as slot:
-            yield slot
-            t0 = env.now
-            yield env.timeout(cluster.start_s + seconds)
-            spans[name].append((t0 + cluster.start_s, env.now))
-            held[0] += env.now - t0
+    for stages in jobs:
+        done = {s.name: env.event() for s in stages}
+        spans: dict[str, list[tuple[float, float]]] = {s.name: [] for s in stages}
+        held = [0.0]
+        end = [0.0]
 
-    def stage_proc(stage: Stage):
-        deps = [done[d] for d in stage.deps if d in done]
-        if deps:
-            yield simpy.AllOf(env, deps)
-        durations = [task_seconds(t.work, cost, cluster) for t in stage.tasks]
-        if stage.mode == "bubble":
-            t0 = env.now
-            yield env.timeout(max(durations))
-            spans[stage.name] += [(t0, t0 + d) for d in durations]
-            held[0] += len(durations) * (env.now - t0)
-        else:
-            yield simpy.AllOf(env, [env.process(batch_task(stage.name, d)) for d in durations])
-        done[stage.name].succeed()
+        def batch_task(name: str, seconds: float, spans=spans, held=held):
+            with pool.request() as slot:
+                yield slot
+                t0 = env.now
+                yield env.timeout(cluster.start_s + seconds)
+                spans[name].append((t0 + cluster.start_s, env.now))
+                held[0] += env.now - t0
 
-    for s in stages:
-        env.process(stage_proc(s))
+        def stage_proc(stage: Stage, done=done, spans=spans, held=held, end=end, batch_task=batch_task):
+            deps = [done[d] for d in stage.deps if d in done]
+            if deps:
+                yield simpy.AllOf(env, deps)
+            durations = [task_seconds(t.work, cost, cluster) for t in stage.tasks]
+            if stage.mode == "bubble":
+                if len(durations) > cluster.warm_slots:
+                    raise ValueError(f"a bubble of {len(durations)} tasks exceeds {cluster.warm_slots} warm workers")
+                yield warm.get(len(durations))
+                t0 = env.now
+                yield env.timeout(max(durations))
+                yield warm.put(len(durations))
+                spans[stage.name] += [(t0, t0 + d) for d in durations]
+                held[0] += len(durations) * (env.now - t0)
+            else:
+                yield simpy.AllOf(env, [env.process(batch_task(stage.name, d)) for d in durations])
+            end[0] = max(end[0], env.now)
+            done[stage.name].succeed()
+
+        for s in stages:
+            env.process(stage_proc(s))
+        replays.append((end, held, spans))
     env.run()
-    return Replay(float(env.now), float(held[0]), spans)
+    return [Replay(float(end[0]), float(held[0]), spans) for end, held, spans in replays]
