@@ -559,7 +559,7 @@ Table(["domain", "DDK's share of tokens", "ratio DDK − KD (test)"], rows)
 #   {glue:text}`narrows_worst_domain_delta:+.3f` against KD and by
 #   {glue:text}`narrows_worst_domain_delta1:+.3f` against the static first mixture (verdict:
 #   {glue:text}`narrows_worst_domain_status`). This is what the mechanism targets directly,
-#   and the boundary shows where it comes from: it grows with the spread of the gaps.
+#   and the boundary figure above shows how the lead moves with the spread of the gaps.
 # - **With equal gaps it vanishes, as it must.** In the mixed corpus KD − DDK on the worst
 #   domain is {glue:text}`equal_gaps_no_gain_delta:+.3f` (verdict:
 #   {glue:text}`equal_gaps_no_gain_status`).

@@ -47,11 +47,12 @@ mixes the domains' windows until the gaps are equal, and a sweep of that mixing 
 shows where the effect lives.
 
 **What the toy finds.** DDK narrows the worst domain's gap more than KD and more than the static
-first mixture, by margins set on calibration seeds, and the lead grows with the spread of the
-domains' gaps and vanishes when they are equal. It does not lower the mean gap over domains below
-KD's or the static mixture's: what the lagging domains gain, the easy ones give back. Distillation
-itself beats CPT, KD as much as DDK. Smoothing steadies r by construction, but does not improve the
-result measurably. The claims table says which, and why.
+first mixture, by margins set on calibration seeds; the boundary sweep shows how that lead moves
+with the spread of the domains' gaps, and with equal gaps it must vanish (a control). It does not
+lower the mean gap over domains below KD's or the static mixture's: what the lagging domains gain,
+the easy ones give back. Distillation itself beats CPT, KD as much as DDK. Smoothing steadies r by
+construction; that it improves the result is not established at this scale. The claims table says
+which, and why.
 
 **What it drops.** The scale (the student is a one-block character transformer of about
 20,000 weights), the benchmarks (the metric is the per-domain test perplexity ratio

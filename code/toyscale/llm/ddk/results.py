@@ -2,9 +2,9 @@
 
 Five book seeds of the default configuration (the claims table), the γ sweep on the tuning seeds
 (which chose γ on validation, and how the verdicts move with it), and the gap-spread boundary over
-the book seeds (CLAIMS.md §7). Rebuild with `python -m toyscale data --rebuild ddk_results` (about
-eight minutes on one free core). The tests and `reproduce` recompute everything and never read this
-file; a test reruns a slice and compares.
+the book seeds (CLAIMS.md §7). Rebuild with `python -m toyscale data --rebuild ddk_results` (see its
+card in data/README.md for the time). `reproduce` recomputes the claims and never reads this file; the
+tests check the claims on it and rerun seed 0 (every arm, and the boundary's two ends) to compare.
 """
 
 from __future__ import annotations
