@@ -542,7 +542,7 @@ Table(["domain", "DDK's share of tokens", "ratio DDK − KD (test)"], rows)
 # %% [markdown]
 # The scorecard line for this chapter: {glue:text}`tally`.
 #
-# - **Distillation beats CPT; DDK adds nothing to the mean.** KD's lead over CPT in the
+# - **Distillation beats CPT; DDK adds nothing the toy can show on the mean.** KD's lead over CPT in the
 #   mean test ratio is {glue:text}`kd_over_cpt:+.3f`, DDK's {glue:text}`ddk_over_cpt:+.3f`
 #   (five seeds). What DDK has on its own, KD − DDK, is
 #   {glue:text}`beats_kd_on_mean_delta:+.3f` (verdict: {glue:text}`beats_kd_on_mean_status`).
