@@ -17,15 +17,16 @@ from toyscale.core.claims import per_seed
 
 from .experiment import Result
 
-# Margins and win rules from calibration seeds 1000–1011 of the default configuration (one default run takes
-# over 20 s of a core, so 12 seeds, not 20); the record: calibration/default.json beside this module. "q05" /
-# "q95": the 5th / 95th percentile of the means over five-seed windows of those seeds. Each effect also needs
-# wins on 4 of 5 seeds.
-WORST_KD_MARGIN = 0.2  # CALIB_WORST_KD
-WORST_STATIC_MARGIN = 0.05  # CALIB_WORST_STATIC
-CONTROL_BAND = 0.04  # CALIB_CONTROL
-R_CHANGE_MARGIN = 0.02  # CALIB_R_CHANGE
-# The mean-ratio comparisons use margin 0 with the 4-of-5 win rule; CALIB_MEANS
+# Margins and win rules from calibration seeds 1000–1003 and 1006–1009 of the default configuration (one default
+# run takes over 30 s of a core, and the shared machine's time ran out before 1004, 1005, 1010 and 1011 were run:
+# 8 seeds, not 12 or 20); the record: calibration/default.json beside this module. "q05" / "q95": the 5th / 95th
+# percentile of the means over five-seed windows of those seeds. Each effect also needs wins on 4 of 5 seeds.
+WORST_KD_MARGIN = 0.2  # method q05 0.243 > 0.2 > static_as_ddk q95 0.180, shuffled_gaps q95 0.074
+WORST_STATIC_MARGIN = 0.05  # method q05 0.075 > 0.05 > static_as_ddk's 0 (the same arm twice)
+CONTROL_BAND = 0.04  # equal-gaps window means q05–q95 [−0.019, −0.003]: ±0.04 passes every window
+R_CHANGE_MARGIN = 0.02  # a mechanism: method q05 0.039, by construction of Eq. 2
+# The mean-ratio comparisons use margin 0 with the 4-of-5 win rule; even so none passes 95 % of windows (KD 0.64,
+# static 0.29, smoothing 0.64), so each is expected=False
 KD_MARGIN = 0.0
 STATIC_MARGIN = 0.0
 SMOOTHING_MARGIN = 0.0
