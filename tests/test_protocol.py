@@ -14,7 +14,6 @@ from toyscale.chapters import CHAPTERS
 from toyscale.core.claims import BASELINE_IN_PLACE, EFFECT, KINDS, MECHANISM_OFF
 
 RE_AUDIT_PENDING = {
-    "ddk",
     "c4",
 }
 

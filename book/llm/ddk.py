@@ -32,25 +32,34 @@
 #
 # This chapter builds DDK's pieces, distills a tiny character-level transformer from a
 # teacher on five text domains of very different difficulty, and checks which of the
-# claims hold at this scale.
+# claims hold at this scale, against the baselines a practitioner would reach for
+# instead: plain KD, and a mixture fixed once at the start.
 
 # %%
 import math
+import string
+from dataclasses import replace
 
 import numpy as np
 import plotly.graph_objects as go
 import torch
+from myst_nb import glue
 
 from toyscale.core import (
+    BOOK_SEEDS,
     Stopwatch,
     Table,
     check_results,
     claims_table,
     plot,
     set_threads,
+    tally,
 )
+from toyscale.core.boundary import fig_boundary
+from toyscale.core.calibration import load_record, record_table
 from toyscale.llm import ddk
-from toyscale.llm.corpus import build_corpus, decode
+from toyscale.llm.corpus import build_corpus, decode, encode
+from toyscale.llm.ddk import results as committed
 
 set_threads(1)  # tiny models: one thread is the fastest and keeps results stable
 
@@ -86,7 +95,9 @@ set_threads(1)  # tiny models: one thread is the fastest and keeps results stabl
 # weight. The second is a floor: every domain keeps at least $(1-\alpha)/N$ of the tokens.
 # Together they bound $r[i]$ within $[(1-\alpha)/N,\; \alpha + (1-\alpha)/N]$, which is
 # $[0.1, 0.6]$ for five domains. The next $K$ steps draw their training windows from
-# domain $i$ with probability $r[i]$.
+# domain $i$ with probability $r[i]$. Like the paper, DDK starts from the uniform mix and
+# applies Eq. 2 before its first step, so even its first $K$ steps draw from a smoothed
+# mixture.
 #
 # **What to expect.** DDK moves tokens from domains where the student is close to the
 # teacher to those where it is far. Whether that lowers the *average* gap depends on how
@@ -100,7 +111,11 @@ set_threads(1)  # tiny models: one thread is the fastest and keeps results stabl
 #
 # The corpus (`toyscale.llm.corpus`, shared with the other language-model chapters) is made
 # at run time from text that ships with Python and from generators of ours. Each domain is
-# cut into blocks dealt to disjoint train, validation and test splits. A line of each:
+# cut into blocks of 2,048 characters dealt to disjoint train, validation and test splits,
+# and the training windows are cut inside the blocks. The cipher is the prose under a
+# letter substitution, so it is dealt by the prose's own permutation: a passage of prose
+# and its cipher always land in the same split, and no test text hides, enciphered, in the
+# other domain's training split. A line of each:
 
 # %%
 config = ddk.Config()
@@ -108,6 +123,11 @@ corpus = build_corpus(config.domains, seed=0, max_chars=config.chars_per_domain)
 for name, text in corpus.items():
     sample = decode(text.train[1000:1060]).replace("\n", "⏎")
     print(f"{name:>10}  train {len(text.train):,}  val {len(text.val):,}  {sample}")
+# the cipher changes letters only: outside them, each of its splits is the prose's split
+for split in ("train", "val", "test"):
+    prose, cipher = corpus["prose"].split(split), corpus["cipher"].split(split)
+    other = ~np.isin(prose, encode(string.ascii_letters))
+    assert np.array_equal(prose[other], cipher[other]), split
 
 # %% [markdown]
 # ### The teacher: an n-gram model that knows arithmetic
@@ -252,37 +272,64 @@ assert kd > ce
 # `ddk.run` builds the corpus and the teacher, and precomputes the teacher's distributions
 # for every training window once. The student (`toyscale.llm.tinylm.TinyLM`: one block,
 # width 32, context 32) is first warmed up with cross-entropy on the uniform mix, like the
-# paper's already pretrained student; every arm starts from that same model and trains for
-# the same number of steps on the same number of characters:
+# paper's already pretrained student. Every arm starts from that same model, with the same
+# learning rate and the same maximum budget of steps, batches and characters:
 #
-# - **CPT**: cross-entropy only, uniform mix;
-# - **KD**: cross-entropy + γ·KL, uniform mix;
-# - **static r₀**: KD on the mix $r_0$ that Eq. 1 gives at the start, kept fixed;
+# - **CPT**: cross-entropy only, on the uniform mix (continued pretraining, no teacher);
+# - **KD**: cross-entropy + γ·KL, on the uniform mix;
+# - **static first mixture**: KD on DDK's own first mixture (Eq. 2 applied once, at the
+#   warm student's gaps), kept for the whole run: what a practitioner who measures the
+#   gaps once would do;
 # - **DDK without smoothing**: $r$ from Eq. 1 at every update;
-# - **DDK**: $r$ from Eq. 2 at every update, starting at $r_0$.
+# - **DDK**: $r$ from Eq. 2 at every update, from the uniform mix.
 #
-# The metric was fixed before any run: the student/teacher perplexity ratio on each
-# domain's **test** split (the validation split, which drives $r$, is disjoint), its mean
-# over the domains and its worst domain.
+# The protocol is the book's (its CLAIMS.md): three splits per domain; every arm is scored
+# on the validation splits every $K$ steps (the same scores drive DDK's $r$), keeps the
+# weights of its best validation mean ratio, and stops when that has not improved for
+# `patience` updates; the test split is read once per arm, at the end. The metric was fixed
+# before any run: the student/teacher perplexity ratio on each domain's test split, its
+# mean over the domains and its worst domain.
+#
+# A **negative control** runs beside them. The same corpus, its windows mixed across the
+# domains until each "domain" is a random fifth of one pool (within each split, so no
+# window changes split): the gaps are then equal up to noise, DDK has nothing to follow,
+# and it must do what KD does. KD and DDK are trained there too.
+#
+# Here we run seed 0 live, the five arms only; the control's two arms, like the other
+# seeds, come from the committed results below.
 
 # %%
 with Stopwatch() as watch:
-    result = ddk.run(config, seed=0)
+    result = ddk.run(replace(config, control=False), seed=0)
 print(
-    f"5 arms of {config.steps} steps ({result.tokens_per_arm:,} characters each) "
-    f"in {watch.seconds:.1f} s"
+    f"{len(ddk.ARMS)} arms of at most {config.steps} steps "
+    f"({result.tokens_per_arm:,} characters each) in {watch.seconds:.1f} s"
 )
-short = {"warm": "warm start", "cpt": "CPT", "kd": "KD", "static": "static r₀"}
+short = {"warm": "warm start", "cpt": "CPT", "kd": "KD", "static": "static first mix"}
 short |= {"ddk_no_smoothing": "DDK, no smoothing", "ddk": "DDK"}
 columns = ["mean_ratio", "max_ratio"] + [f"ratio_{d}" for d in result.domains]
 Table(
-    ["arm", "mean", "worst", *result.domains],
+    ["arm", "steps", "mean", "worst", *result.domains],
     [
-        [short[arm], *[result.metrics[arm][c] for c in columns]]
+        [short[arm], int(result.metrics[arm].get("steps", 0))]
+        + [result.metrics[arm][c] for c in columns]
         for arm in ("warm", *ddk.ARMS)
     ],
-    "Test perplexity ratio student / teacher, seed 0 (warm start: where every arm begins)",
+    "Test perplexity ratio student / teacher, seed 0 (steps: those behind the kept weights)",
 )
+
+# %% [markdown]
+# Distillation presumes a teacher that is better than the student. That is a premise of
+# this toy world, not a claim, and it is checked on every arm and domain:
+
+# %%
+lowest = min(
+    result.metrics[arm][f"ratio_{d}"]
+    for arm in ("warm", *ddk.ARMS)
+    for d in result.domains
+)
+print(f"lowest test ratio over arms and domains: {lowest:.3f}")
+assert lowest > 1.0, "the teacher must beat the student everywhere"
 
 # %% [markdown]
 # How DDK and its unsmoothed variant move the mixture. Solid lines are DDK, dotted lines
@@ -299,69 +346,230 @@ ddk.fig_mixture(result).show()
 ddk.fig_ratios(result).show()
 
 # %% [markdown]
-# Every arm is scored on the validation splits every $K$ steps (only the DDK arms act on
-# it). The largest ratio over the domains, as training goes on:
+# The largest validation ratio over the domains, as each arm trains:
 
 # %%
 ddk.fig_worst_gap(result).show()
 
 # %% [markdown]
-# ## Does the claim hold?
+# ### Five seeds
 #
-# Each claim is checked on three seeds (`python -m toyscale reproduce ddk` runs more; the
-# tests run five). A seed redraws the generated domains, every split, the teacher and the
-# student. A check compares DDK with a real baseline trained from the same warm student on
-# the same number of characters, and passes when the mean paired difference clears an
-# explicit margin *and* DDK wins on enough seeds (every seed, with three). The margins
-# were set from the seed noise of the paired differences.
+# One seed is an anecdote. The claims are checked on five seeds (0 to 4) of this same
+# configuration; a seed redraws the generated domains, every split, the teacher and the
+# student. Those runs, the γ sweep and the boundary below take longer than a notebook
+# should, so they are committed (`data/llm/ddk_results.npz`, rebuilt by
+# `python -m toyscale data --rebuild ddk_results`; `python -m toyscale reproduce ddk`
+# recomputes the claims). First we check that the file holds what the code computes: seed
+# 0, just run, against seed 0 in the file.
 
 # %%
-results = [result] + [ddk.run(config, seed=s) for s in (1, 2)]
-outcomes = check_results(ddk.CLAIMS, results, seeds=[0, 1, 2], chapter="ddk")
+reference = committed.reference()
+stored = reference.results[0]
+drift = max(
+    abs(result.metrics[arm][m] - stored.metrics[arm][m])
+    for arm in ddk.ARMS
+    for m in ("mean_ratio", "max_ratio")
+)
+print(f"largest difference between the live seed 0 and the file: {drift:.2g}")
+# the same numbers on the machine that made the file; another CPU's floating point may move
+# a stopping point, so allow a small drift before calling the file stale
+assert drift < 0.02, "the committed results are stale: rebuild them"
+
+# %% [markdown]
+# **Distillation's gain, and DDK's.** The paper reports DDK 55.41, KD 52.87 and CPT 50.48.
+# The part of DDK's lead over CPT that KD has too is distillation's, not DDK's; only the
+# rest is DDK's own. Per seed, lower ratios being better:
+
+# %%
+reference_metrics = [r.metrics for r in reference.results]
+
+
+def lead(better: str, worse: str, metric: str = "mean_ratio") -> list[float]:
+    """worse − better per seed: positive when `better` has the lower ratio."""
+    return [m[worse][metric] - m[better][metric] for m in reference_metrics]
+
+
+kd_lead, ddk_lead, own = lead("kd", "cpt"), lead("ddk", "cpt"), lead("ddk", "kd")
+glue("kd_over_cpt", float(np.mean(kd_lead)), display=False)
+glue("ddk_over_cpt", float(np.mean(ddk_lead)), display=False)
+# a premise of the toy world, too: distilling from the better teacher helps
+assert np.mean(kd_lead) > 0, "KD should beat CPT on average"
+Table(
+    ["seed", "KD − CPT (CPT − KD)", "DDK − CPT (CPT − DDK)", "DDK's own (KD − DDK)"],
+    [
+        [s, a, b, c]
+        for s, a, b, c in zip(BOOK_SEEDS, kd_lead, ddk_lead, own, strict=True)
+    ]
+    + [["mean", np.mean(kd_lead), np.mean(ddk_lead), np.mean(own)]],
+    "Leads in the mean test ratio, five book seeds",
+)
+
+# %% [markdown]
+# ### Choosing γ
+#
+# The paper weights the KL term with γ = 0.2. Nothing says a 96-character toy wants the
+# same, so γ was chosen on validation data: KD and DDK trained at each γ of a grid around
+# the paper's value, on five *tuning* seeds (1100–1104) that neither the book, the
+# calibration nor the confirmation runs use, each arm stopped on validation as above; the
+# chosen γ is the one with KD's best mean validation ratio (the baseline at its strongest;
+# DDK's validation ratio falls the same way). The chapter's runs use
+# γ = {glue:text}`gamma`:
+
+# %%
+val_kd = reference.gamma_sweep["kd_val_mean_ratio"].mean(axis=0)
+chosen = reference.gammas[int(np.argmin(val_kd))]
+assert chosen == config.gamma, "Config.gamma is not the γ the validation sweep chose"
+glue("gamma", config.gamma, display=False)
+ddk.fig_gamma(reference.gammas, reference.gamma_sweep).show()
+
+# %% [markdown]
+# The grid stops at γ = 2, ten times the paper's weight, and KD's validation ratio is
+# lowest there: with a teacher this much better than the student, leaning on its
+# distribution pays. Would another γ change the verdicts? The
+# same sweep's *test* differences, on the same tuning seeds (a sensitivity check only: it
+# chose nothing):
+
+# %%
+sweep = reference.gamma_sweep
+rows = []
+for j, gamma in enumerate(reference.gammas):
+    mean_gain = sweep["kd_mean_ratio"][:, j] - sweep["ddk_mean_ratio"][:, j]
+    worst_gain = sweep["kd_max_ratio"][:, j] - sweep["ddk_max_ratio"][:, j]
+    kd_gain = sweep["cpt_mean_ratio"][:, j] - sweep["kd_mean_ratio"][:, j]
+    rows.append(
+        [
+            gamma,
+            float(kd_gain.mean()),
+            float(mean_gain.mean()),
+            f"{int((mean_gain > 0).sum())}/{len(mean_gain)}",
+            float(worst_gain.mean()),
+            f"{int((worst_gain > 0).sum())}/{len(worst_gain)}",
+        ]
+    )
+Table(
+    ["γ", "CPT − KD", "KD − DDK, mean", "DDK wins", "KD − DDK, worst", "DDK wins"],
+    rows,
+    f"Test differences at each γ, tuning seeds {list(reference.tuning_seeds)}",
+)
+
+# %% [markdown]
+# ### Where the effect lives
+#
+# DDK has something to act on only when the domains' gaps differ. The boundary sweep
+# varies exactly that: at heterogeneity $h$ each domain keeps a share $h$ of its own
+# windows and takes the rest from a pool of all domains' windows (within each split). At
+# $h = 0$ every domain is the same mixture, the gaps are equal up to noise, and DDK must
+# equal KD; at $h = 1$ the domains are the chapter's five. KD and DDK are rerun under the
+# full protocol at each $h$ on the five book seeds; the figures show the paired
+# differences, mean ± sd, and the table the spread of the warm student's gaps (the standard
+# deviation over domains of its log validation ratio) at each point.
+
+# %%
+fig_boundary(
+    reference.worst,
+    "DDK's lead over KD on the worst domain, across the heterogeneity of the domains",
+    margin=ddk.WORST_KD_MARGIN,
+).show()
+fig_boundary(
+    reference.mean,
+    "DDK's lead over KD on the mean over domains, across the same sweep",
+).show()
+Table(
+    ["h", "gap spread", "KD − DDK, worst", "sd", "KD − DDK, mean", "sd"],
+    [
+        [h, spread, w, ws, m, ms]
+        for h, spread, w, ws, m, ms in zip(
+            reference.worst.points,
+            reference.spread.mean(axis=1),
+            reference.worst.mean,
+            reference.worst.sd,
+            reference.mean.mean,
+            reference.mean.sd,
+            strict=True,
+        )
+    ],
+    f"Paired differences across h, seeds {list(reference.worst.seeds)}",
+)
+
+# %% [markdown]
+# ## Does the claim hold?
+#
+# Each claim is checked on the five book seeds. A check compares DDK with a baseline trained
+# under the same protocol from the same warm student, and passes only when the mean paired
+# difference clears an explicit margin *and* DDK wins on at least four of the five seeds.
+# The margins were fixed on calibration seeds (eight of them, 1000 to 1003 and 1006 to
+# 1009: one run takes long enough that the machine's time allowed no more) that the book
+# never shows, so that at least 95 % of five-seed windows
+# pass with DDK and fail when DDK's mixture is fed the gaps of shuffled domains or the
+# static first mixture is trained in its place (`ddk.FALSIFIERS`; the records are in
+# `code/toyscale/llm/ddk/calibration/`). The same record decided which claims the toy can
+# be expected to show: a claim that does not pass 95 % of calibration windows is listed as
+# *not reproduced*, with the reason, whatever these five seeds happen to say. Here is that
+# record:
+
+# %%
+record = load_record(ddk)
+record_table(record)
+
+# %% [markdown]
+# And the claims on the book's five seeds:
+
+# %%
+outcomes = check_results(ddk.CLAIMS, reference.results, BOOK_SEEDS, chapter="ddk")
 assert not any(o.fails_strict for o in outcomes), "an expected claim failed"
+status = {o.claim.id: o.status for o in outcomes}
+for o in outcomes:
+    for i, leaf in enumerate(o.verdict.leaves()):
+        glue(f"{o.claim.id}_delta{i or ''}", float(np.mean(leaf.values)), display=False)
+    glue(f"{o.claim.id}_status", o.status, display=False)
+glue("tally", tally(outcomes).line(), display=False)
 claims_table(outcomes)
 
 # %% [markdown]
 # Why does DDK not beat KD on the average? Because it trades: per domain, the change of the
 # test ratio from KD to DDK, and the share of the tokens DDK gave each domain (KD gives
-# each one fifth), averaged over the three seeds:
+# each one fifth), averaged over the five seeds:
 
 # %%
 rows = []
-for i, d in enumerate(result.domains):
+for d in result.domains:
     delta = np.mean(
-        [
-            x.metrics["ddk"][f"ratio_{d}"] - x.metrics["kd"][f"ratio_{d}"]
-            for x in results
-        ]
+        [m["ddk"][f"ratio_{d}"] - m["kd"][f"ratio_{d}"] for m in reference_metrics]
     )
-    tokens = np.mean([np.mean([row[i] for row in x.r_history["ddk"]]) for x in results])
-    rows.append([d, tokens, delta])
+    share = np.mean([m["ddk"][f"share_{d}"] for m in reference_metrics])
+    rows.append([d, share, delta])
 Table(["domain", "DDK's share of tokens", "ratio DDK − KD (test)"], rows)
 
 # %% [markdown]
-# What holds, and what does not:
+# The scorecard line for this chapter: {glue:text}`tally`.
 #
-# - **The premise holds:** the teacher beats the student on every domain, in every arm and
-#   seed (thanks to its calculator on arithmetic).
-# - **DDK beats CPT** at the same tokens: distilling from a better teacher helps.
-# - **DDK narrows the worst domain's gap more than KD**: it gives the lagging domains
-#   (English prose and its cipher) more of the tokens. The effect is clear but not
-#   guaranteed on every seed: $r$ follows a small validation set, and when prose and its
-#   cipher are nearly tied it can chase the one that looks worse there while the other is
-#   worse on test.
-# - **But the mean over domains does not improve over KD.** The table above shows the
-#   trade: what the lagging domains gain, the domains that lost tokens (records,
-#   arithmetic) give back, because their ratios move just as fast with their share of the
-#   tokens. The paper's mixture of real domains evidently rewards the trade; ours cancels
-#   out. We mark the claim as not reproduced.
-# - **Smoothing** makes $r$ change much less between updates, at no cost in the mean ratio:
-#   the unsmoothed factor chases the noise of a small validation set.
-# - **The static mix $r_0$** loses to the dynamic schedule on some seeds and matches or
-#   beats it on others: it depends on how extreme $r_0$ is. Eq. 1 applies the softmax to
-#   raw ratios, so a warm student with one domain far behind gives that domain most of the
-#   weight for the whole run. Try `ddk.run(ddk.Config(chars_per_domain=150_000), seed=0)`
-#   and look at `r_history["static"][0]`.
+# - **Distillation beats CPT; DDK adds nothing the toy can show on the mean.** KD's lead over CPT in the
+#   mean test ratio is {glue:text}`kd_over_cpt:+.3f`, DDK's {glue:text}`ddk_over_cpt:+.3f`
+#   (five seeds). What DDK has on its own, KD − DDK, is
+#   {glue:text}`beats_kd_on_mean_delta:+.3f` (verdict: {glue:text}`beats_kd_on_mean_status`).
+#   The trade table shows why: what the lagging domains (English prose and its cipher) gain,
+#   the domains whose share drops to the floor give back, because a small student's ratio
+#   on a hard domain moves slowly with extra tokens. The paper's mixture of real domains
+#   evidently rewards the trade; ours does not. The γ table above shows the same trade
+#   at the other weights of the sweep.
+# - **Nor does updating the mixture beat fixing it once.** DDK against its own first
+#   mixture kept fixed: {glue:text}`dynamic_beats_static_delta:+.3f` in the mean (verdict:
+#   {glue:text}`dynamic_beats_static_status`). The first smoothed mixture already tilts the
+#   tokens towards the lagging domains; the updates that follow tilt them further.
+# - **DDK narrows the worst domain's gap.** It lowers the worst-domain ratio by
+#   {glue:text}`narrows_worst_domain_delta:+.3f` against KD and by
+#   {glue:text}`narrows_worst_domain_delta1:+.3f` against the static first mixture (verdict:
+#   {glue:text}`narrows_worst_domain_status`). This is what the mechanism targets directly,
+#   and the boundary figure above shows how the lead moves with the spread of the gaps.
+# - **With equal gaps it vanishes, as it must.** In the mixed corpus KD − DDK on the worst
+#   domain is {glue:text}`equal_gaps_no_gain_delta:+.3f` (verdict:
+#   {glue:text}`equal_gaps_no_gain_status`).
+# - **Smoothing.** The paper's ablation says smoothing *improves the result*. Here DDK
+#   without smoothing minus DDK, in the mean ratio, is
+#   {glue:text}`smoothing_improves_result_delta:+.3f` (verdict:
+#   {glue:text}`smoothing_improves_result_status`). That smoothing makes $r$ change less
+#   between updates ({glue:text}`smoothing_steadies_r_delta:+.3f` in L1 per update) holds by
+#   construction: Eq. 2 mixes half the uniform mix into every update.
 
 # %% [markdown]
 # ## At full scale
@@ -391,23 +599,27 @@ print(f"DDK's evaluations  {ddk_evals + teacher_val:.2e} FLOP ({extra:.1%} extra
 # %% [markdown]
 # DDK's own cost is a rounding error; the teacher is the bill. What changes with scale is
 # the benefit: the paper's student gains more on its lagging domains than it loses on the
-# others, so moving tokens raises the average; in our toy the trade shown above cancels
-# out. Storing the teacher's full distributions is the
+# others, so moving tokens raises the average; in our toy the trade shown above does not
+# pay. Storing the teacher's full distributions is the
 # other practical cost: over a 150,000-token vocabulary they are computed on the fly, not
 # stored as we do here for 96 characters.
 
 # %% [markdown]
 # ## Exercises
 #
-# 1. **The paper's γ.** The paper weights the KL term with γ = 0.2; we use 0.5. Rerun three
-#    seeds with `ddk.Config(gamma=0.2)`. What happens to DDK's lead over CPT?
+# 1. **A longer budget.** Give every arm twice the steps, `ddk.Config(steps=900)`, and
+#    rerun one seed. Do the arms use the extra budget (their `steps`), and does DDK's
+#    trade on the mean change?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# `[ddk.run(ddk.Config(gamma=0.2), seed=s) for s in range(3)]`. With less weight on the
-# teacher every distilled arm moves towards CPT, so DDK's lead over CPT shrinks (on a
-# shorter schedule we tried, it fell into the seed noise). The worst-domain advantage over
-# KD comes from the mixture, not from the loss, and stays.
+# `r = ddk.run(ddk.Config(steps=900), seed=0)`, then compare
+# `r.metrics[arm]["steps"]` and `r.metrics["kd"]["mean_ratio"] - r.metrics["ddk"]["mean_ratio"]`
+# with the table above. At a constant learning rate most arms are still improving at the end
+# of the default budget, so they use much of the longer one, and every ratio drops. Whether
+# the trade turns in DDK's favour depends on how fast the hard domains' ratios keep moving
+# with their extra tokens; compare the per-domain ratios of KD and DDK to see which domains
+# gain and which give back. One seed is an anecdote: run a few before concluding.
 # ```
 #
 # 2. **The two ends of α.** What mixture does Eq. 2 give with α = 0? With α = 1, starting
@@ -423,22 +635,22 @@ print(f"DDK's evaluations  {ddk_evals + teacher_val:.2e} FLOP ({extra:.1%} extra
 # ```
 #
 # 3. **A teacher without a calculator.** Run `ddk.run(ddk.Config(calculator=False))`.
-#    Which claim fails, and what does Eq. 1 do on a domain where the student beats the
+#    Which premise breaks, and what does Eq. 1 do on a domain where the student beats the
 #    teacher?
 #
 # ```{admonition} Solution
 # :class: dropdown
 # Without its calculator the teacher is an n-gram on arithmetic, and the arms trained on the
 # uniform mix end with a ratio below 1 there: the student, which sees the whole line, beats
-# it, and `teacher_beats_student` fails. Eq. 1 gives that domain its smallest weight, which
-# is right for mixing (there is nothing to distill) but the KL term still pulls the student
-# towards a worse distribution there.
-# Distillation presumes a better teacher; the chapter checks it on every run.
+# it, and the premise assertion in "The experiment" fails. Eq. 1 gives that domain its
+# smallest weight, which is right for mixing (there is nothing to distill) but the KL term
+# still pulls the student towards a worse distribution there. Distillation presumes a better
+# teacher; the chapter checks it on every run.
 # ```
 #
 # 4. **A temperature on Eq. 1.** Replace the softmax of the raw ratios by
-#    $\operatorname{softmax}(\ell_S/\ell_T/\tau)$. Which τ makes the static $r_0$ mix safe
-#    against one domain taking almost all the tokens?
+#    $\operatorname{softmax}(\ell_S/\ell_T/\tau)$ in the arm without smoothing. Which τ
+#    keeps one domain from taking almost all the tokens?
 #
 # ```{admonition} Solution
 # :class: dropdown

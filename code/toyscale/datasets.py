@@ -116,6 +116,7 @@ ARTIFACTS: dict[str, Artifact] = {
         Artifact(
             "jrc_results", ("jrc",), "toyscale.recsys.jrc.results:reference_arrays", "data/recsys/jrc_results.npz"
         ),
+        Artifact("ddk_results", ("ddk",), "toyscale.llm.ddk.results:reference_arrays", "data/llm/ddk_results.npz"),
         Artifact(
             "rec4ad_results",
             ("rec4ad",),

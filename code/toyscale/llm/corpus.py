@@ -20,9 +20,11 @@ serves every domain and every chapter.
 `build_corpus(domains, seed=...)` returns one `DomainText` per domain, with disjoint train,
 validation and test splits. A domain's text is cut into blocks of `block_chars` characters and
 the blocks are dealt to the splits by a seeded permutation, so the splits are deterministic,
-disjoint and drawn from the whole text. The prose and code domains read files of the running
-Python: their bytes can differ between Python patch versions (the data card in data/README.md
-names the version its fingerprint was taken on).
+disjoint and drawn from the whole text. The cipher, being the prose enciphered, is dealt by the
+prose's permutation, so no text sits in one split of the prose and another split of the cipher.
+The prose and code domains read files of the running Python: their bytes can differ between
+Python patch versions (the data card in data/README.md names the version its fingerprint was
+taken on).
 """
 
 from __future__ import annotations
@@ -181,6 +183,8 @@ DOMAINS: dict[str, Callable[[int], str]] = {
     "records": records_text,
     "cipher": cipher_text,
 }
+#: domains made from another domain's text, dealt to the splits by that domain's permutation
+SPLIT_AS = {"cipher": "prose"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,8 +259,10 @@ def build_corpus(
         ids = encode(DOMAINS[name](seed))
         if max_chars is not None:
             ids = ids[:max_chars]
-        # a split seed per domain, so adding a domain does not reshuffle the others
-        domain_seed = seed * 1000 + sorted(DOMAINS).index(name)
+        # a split seed per domain, so adding a domain does not reshuffle the others; the cipher is the
+        # prose enciphered, so it is dealt by the prose's permutation: a prose block and its cipher
+        # always land in the same split (otherwise cipher train would hold enciphered prose test text)
+        domain_seed = seed * 1000 + sorted(DOMAINS).index(SPLIT_AS.get(name, name))
         train, val, test = split_blocks(ids, seed=domain_seed, fractions=fractions, block_chars=block_chars)
         corpus[name] = DomainText(name, train, val, test)
     return corpus

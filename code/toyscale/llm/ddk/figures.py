@@ -11,7 +11,7 @@ from .experiment import ARMS, DDK_ARMS, Result
 ARM_LABELS = {
     "cpt": "CPT (cross-entropy, uniform mix)",
     "kd": "KD (uniform mix)",
-    "static": "static mix r₀",
+    "static": "static first mixture",
     "ddk_no_smoothing": "DDK without smoothing",
     "ddk": "DDK",
 }
@@ -30,15 +30,17 @@ def fig_mixture(result: Result) -> go.Figure:
         "distillation step",
         "sampling weight r of the domain",
     )
-    # each r holds until the next update; the last one until the end of training
-    steps = [*result.update_steps, result.config.steps]
+    K = result.config.update_every
     for i, domain in enumerate(result.domains):
         color = DOMAIN_COLORS[i % len(DOMAIN_COLORS)]
         for arm, dash in (("ddk", "solid"), ("ddk_no_smoothing", "dot")):
+            history = result.r_history[arm]
+            # each r holds for K steps; the last one until the arm stopped
+            steps = [K * t for t in range(len(history) + 1)]
             fig.add_trace(
                 go.Scatter(
                     x=steps,
-                    y=[row[i] for row in result.r_history[arm]] + [result.r_history[arm][-1][i]],
+                    y=[row[i] for row in history] + [history[-1][i]],
                     mode="lines",
                     line=dict(color=color, dash=dash, width=3 if arm == "ddk" else 2, shape="hv"),
                     name=f"{domain}, {ARM_LABELS[arm]}",
@@ -60,7 +62,7 @@ def fig_ratios(result: Result) -> go.Figure:
     """Per-domain test perplexity ratio student/teacher at the end, for every arm (1 = the teacher)."""
     colors = _arm_colors()
     fig = plot.figure(
-        "DDK narrows the worst domain's gap, paying for it on the easy domains",
+        "Each arm's test ratio per domain (1 = as good as the teacher)",
         "domain",
         "test perplexity ratio student / teacher",
         barmode="group",
@@ -83,15 +85,16 @@ def fig_worst_gap(result: Result) -> go.Figure:
     """The largest validation ratio over domains every K steps, for every arm."""
     colors = _arm_colors()
     fig = plot.figure(
-        "Following the gap (DDK, static r₀) brings the worst domain down faster than a uniform mix",
+        "The worst domain's validation ratio as each arm trains (each stops at its own best mean)",
         "distillation step",
         "worst validation ratio (student / teacher)",
     )
+    K = result.config.update_every
     for arm in ARMS:
         history = result.val_ratio_history[arm]
         fig.add_trace(
             go.Scatter(
-                x=result.update_steps[1:],
+                x=[K * (t + 1) for t in range(len(history))],
                 y=[max(row) for row in history],
                 mode="lines+markers",
                 name=ARM_LABELS[arm],
@@ -100,4 +103,35 @@ def fig_worst_gap(result: Result) -> go.Figure:
             )
         )
     fig.update_layout(height=500, legend=dict(y=-0.25))
+    return fig
+
+
+def fig_gamma(gammas: list[float], sweep: dict, metric: str = "val_mean_ratio") -> go.Figure:
+    """KD's and DDK's `metric` (mean ± sd over seeds) at each KL weight γ, with CPT (no teacher) for scale.
+
+    sweep: '<arm>_<metric>' -> (seeds, γ) arrays, as `sweeps.gamma_sweep` returns them.
+    """
+    if f"kd_{metric}" not in sweep:
+        raise ValueError(f"metric must be one the sweep holds, got {metric!r}")
+    colors = _arm_colors()
+    split = "validation" if metric.startswith("val_") else "test"
+    fig = plot.figure(
+        f"Every distilled arm at each KL weight γ ({split} mean ratio, mean ± sd over seeds)",
+        "KL weight γ",
+        f"{split} mean ratio student / teacher",
+    )
+    for arm in ("cpt", "kd", "ddk"):
+        values = sweep[f"{arm}_{metric}"]
+        fig.add_trace(
+            go.Scatter(
+                x=list(gammas),
+                y=values.mean(axis=0).tolist(),
+                error_y=dict(type="data", array=values.std(axis=0, ddof=1).tolist(), visible=True),
+                mode="lines+markers",
+                name=ARM_LABELS[arm],
+                line=dict(color=colors[arm], dash="dot" if arm == "cpt" else "solid"),
+                hovertemplate="γ = %{x}: %{y:.3f}<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_xaxes(type="log")
     return fig
