@@ -182,8 +182,21 @@ _HOVER = ".hoverlayer .hovertext, .hoverlayer .legend"
 
 
 def _hover_shows_label(page: Any, plot: Any) -> bool:
-    """Sweep the mouse over a plot's drawing area until plotly draws a hover label."""
+    """Hover the plot's drawn data points, then sweep its drawing area, until plotly draws a label.
+
+    A reader hovers a marker or a bar; a sweep along fixed heights alone can pass between the few
+    markers of a line chart whose values happen to sit away from those heights.
+    """
     plot.scroll_into_view_if_needed()
+    points = plot.locator(".scatterlayer .point, .barlayer .point, .boxlayer .point")
+    for i in range(min(points.count(), 12)):
+        box = points.nth(i).bounding_box()
+        if box is None or box["width"] <= 0 or box["height"] <= 0:
+            continue
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_timeout(25)
+        if plot.locator(_HOVER).count():
+            return True
     area = plot.locator(".nsewdrag").first
     box = (area if area.count() else plot).bounding_box()
     if box is None:
