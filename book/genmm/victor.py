@@ -284,7 +284,9 @@ assert losses["same caption ids"] < 0.1 < np.log(2) <= losses["other caption ids
 #   in-batch and the queue term, half each, so no arm aligns more than another.
 # - **The same tuning.** Every arm tried the same three learning rates on validation videos
 #   (two tuning seeds kept apart from everything else); its *order* rate is the one with the
-#   best validation group-6, its *retrieval* rate the one with the best validation R@1.
+#   best validation group-6, its *retrieval* rate the one with the best validation R@1. The
+#   smaller configuration the tests use (`victor.Config.fast()`, half the budget) is tuned
+#   the same way at its own budget, never given the default's rates.
 # - **Checkpoints chosen on validation.** During training each arm is scored on validation
 #   videos; the weights at its best validation group-6 are its *order checkpoint* (what the
 #   order claims compare), those at its best validation R@1 its *retrieval checkpoint*. The

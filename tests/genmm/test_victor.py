@@ -1,13 +1,18 @@
 """Victor: the captions, videos, pools and order tests with their oracles, the encoders, every proxy task's
 loss, the queue, compute accounting, the protocol, bad input, the claims and their falsifiers.
 
-The claims are checked on three seeds of `Config.fast()` (calibrated on seeds 1000–1011, apart from
-these); each falsifier reruns the experiment with its change and the claims it names must then fail.
+The claims the fast config shows are checked on five seeds of `Config.fast()` (calibrated on seeds
+1000–1011, apart from these; three seeds were too few: a seed on which frame order does not beat
+co-occurrence turns up in about a quarter of three-seed windows), on the arms and the checkpoint they
+read; each falsifier reruns the experiment with its change on three of them, and the claims it names
+must then fail.
 The committed default results must hold the claims, and one point of their boundary is rerun and
 compared (the notebook reruns seed 0's baseline and frame-order arms).
 """
 
+import functools
 import math
+from contextlib import contextmanager
 from dataclasses import replace
 from itertools import permutations
 
@@ -16,14 +21,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from toyscale.core import check_results, falsify, survivors, unmet
+from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
 from toyscale.core.calibration import load_record
 from toyscale.core.claims import EFFECT
 from toyscale.genmm import victor
 
 torch.set_num_threads(1)
 
-FAST_SEEDS = (0, 1, 2)
+FAST_SEEDS = BOOK_SEEDS
+# The falsifier reruns take three of them, as before: under proxy_tasks_off 3.6 % (group-6) and 0.9 % (twin)
+# of three-seed windows of the fast calibration seeds still pass, so a falsifier fails on at least 95 %
+FALSIFIER_SEEDS = FAST_SEEDS[:3]
 
 
 @pytest.fixture(scope="module")
@@ -295,6 +303,7 @@ def test_bad_input_raises_clear_errors():
         dict(lr=-1.0),
         dict(proxy_weight=-1.0),
         dict(stand_in="nope"),
+        dict(rates="nope"),
     ):
         with pytest.raises(ValueError, match=next(iter(bad)).split("_")[0]):
             victor.Config(**bad)
@@ -306,6 +315,8 @@ def test_bad_input_raises_clear_errors():
         victor.run(config="fast")
     with pytest.raises(ValueError, match="seed"):
         victor.run(victor.Config.fast(), seed=-1)
+    with pytest.raises(ValueError, match="checkpoints"):
+        victor.run(victor.Config.fast(), checkpoints=("best",))
     with pytest.raises(ValueError, match="scores"):
         victor.group6_accuracy(np.zeros(6), np.zeros(1, dtype=int))
     with pytest.raises(ValueError, match="metric"):
@@ -330,6 +341,11 @@ TINY = victor.Config(
 def test_run_is_deterministic_and_checkpoints_are_chosen_on_validation(pools):
     first, second = victor.run(TINY, seed=3), victor.run(TINY, seed=3)
     assert first.metrics == second.metrics and first.curves == second.curves
+    # scoring the order checkpoint alone gives the same order metrics, without the retrieval ones
+    order = victor.run(TINY, seed=3, checkpoints=("order",))
+    for arm in TINY.arms:
+        assert order.metrics[arm] == {k: v for k, v in first.metrics[arm].items() if k in order.metrics[arm]}
+        assert "r1" not in order.metrics[arm] and order.curves[arm][:2] == first.curves[arm][:2]
     sets = victor.evaluation_sets(TINY, seed=3)
     for arm in TINY.arms:
         lr = victor.learning_rate(arm, TINY, "order")
@@ -342,6 +358,34 @@ def test_run_is_deterministic_and_checkpoints_are_chosen_on_validation(pools):
         assert first.metrics[arm]["order_steps"] == trained.order.step
 
 
+def test_the_boundary_gain_is_runs_own_difference():
+    # order_gain trains only the two arms' order-rate runs; it must give what run reports
+    config = replace(TINY, segments=2)
+    result = victor.run(config, seed=1)
+    own = result.metrics["frame_order"]["group6"] - result.metrics["cooccur"]["group6"]
+    assert victor.order_gain(config, seed=1) == own
+    assert victor.order_gain(replace(TINY, segments=1), seed=1) == 0.0
+
+
+@pytest.mark.parametrize("rates", sorted(victor.RATE_RECORDS))
+def test_every_arms_rates_are_chosen_on_validation_over_the_same_grid(rates):
+    record = victor.load_tuning(rates)
+    assert record["grid"] == list(victor.LEARNING_RATE_GRID) and set(record["arms"]) == set(victor.ARMS)
+    assert record.get("fast", False) == (rates == "fast")
+    # tuning seeds apart from the book's, the calibration seeds and the confirmation runs
+    assert not set(record["seeds"]) & {*range(5), *range(1000, 1012)}
+    for arm, row in record["arms"].items():
+        for scores, chosen in (("validation_group6", "order_lr"), ("validation_r1", "retrieval_lr")):
+            means = {float(lr): float(np.mean(values)) for lr, values in row[scores].items()}
+            assert sorted(means) == sorted(victor.LEARNING_RATE_GRID)
+            assert row[chosen] == max(sorted(means), key=means.get)  # the best mean; the smaller rate on a tie
+        assert victor.tuned_rates(rates)[arm] == (row["order_lr"], row["retrieval_lr"])
+    assert (
+        victor.learning_rate("victor", victor.Config(rates=rates), "retrieval")
+        == record["arms"]["victor"]["retrieval_lr"]
+    )
+
+
 def test_evaluation_sets_read_validation_and_test_images_only(pools):
     sets = victor.evaluation_sets(TINY, seed=0)
     for batch, pool in ((sets.validation_gallery, pools.validation), (sets.gallery, pools.test)):
@@ -349,47 +393,90 @@ def test_evaluation_sets_read_validation_and_test_images_only(pools):
     assert len(set(sets.gallery.caption_id.tolist())) == TINY.gallery
 
 
-@pytest.fixture(scope="module")
-def fast_results():
-    return [victor.run(victor.Config.fast(), seed=s) for s in FAST_SEEDS]
-
-
-# victor_raises_group6 is left to `reproduce`: at the fast budget (100 steps at one rate) the full
-# bundle does not learn order yet (calibration/fast.json), while frame order alone does
+# The claims the fast config shows (calibration/fast.json: at least 95 % of five-seed windows pass there)
+# and the arms they read; victor_raises_group6 is left to `reproduce`: at the fast budget the full bundle
+# does not learn order yet, while frame order alone does
 FAST_CLAIMS = (
     "frame_order_raises_group6",
     "frame_order_out_of_format",
     "shuffled_captions_at_chance",
     "order_blind_at_chance",
 )
+FAST_ARMS = ("cooccur", "frame_order", "shuffled")
+# every claim above reads the order checkpoint only, so no arm trains at its retrieval rate (run's
+# order metrics do not depend on it)
+run_order = functools.partial(victor.run, checkpoints=("order",))
+TRAINED: dict = {}  # this module's trainings, by everything that decides them (see trained_once)
+
+
+@contextmanager
+def trained_once():
+    """Within the block, `run` trains each recipe at each rate, seed and configuration once per module.
+
+    A falsifier's rerun then reuses the trainings its change leaves alone (co-occurrence under both
+    falsifiers is the fixture's own). The key holds what decides a training: the recipe, its loss
+    weights, the rate, the seed and the config but for the arms list and the stand-in (read through
+    the recipe); the same inputs train the same weights (test_run_is_deterministic, without it).
+    """
+    train_arm = victor.experiment.train_arm
+
+    def once(arm, train_pool, validation, config, seed, lr):
+        trains = victor.recipe(arm, config)
+        loss_weights = tuple(sorted(victor.weights(victor.TASKS[trains], config).items()))
+        key = (trains, loss_weights, lr, seed, replace(config, arms=victor.ARMS, stand_in="", proxy_weight=1.0))
+        if key not in TRAINED:
+            TRAINED[key] = train_arm(arm, train_pool, validation, config, seed, lr)
+        return TRAINED[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(victor.experiment, "train_arm", once)
+        yield
+
+
+@pytest.fixture(scope="module")
+def fast_results():
+    # the arms FAST_CLAIMS read: an arm's numbers do not depend on which other arms train, so these are
+    # Config.fast()'s own (the calibration record's configuration)
+    with trained_once():
+        return [run_order(replace(victor.Config.fast(), arms=FAST_ARMS), seed=s) for s in FAST_SEEDS]
 
 
 def test_run_is_complete(fast_results):
     result = fast_results[0]
-    assert set(result.metrics) == {*result.config.arms, *victor.ORACLES}
-    for arm in result.config.arms:
-        assert {"group6", "twin_r1", "r1", "r5", "median_rank", "steps", "order_steps"} <= set(result.metrics[arm])
+    assert set(result.metrics) == {*FAST_ARMS, *victor.ORACLES}
+    for arm in FAST_ARMS:
+        order_metrics = {"group6", "solved", "twin6", "twin_r1", "steps", "step_cost", "order_steps", "order_lr"}
+        assert set(result.metrics[arm]) == order_metrics
+        assert result.metrics[arm]["order_lr"] == victor.tuned_rates("fast")[arm][0]
     assert len(result.examples) == 3 and result.examples[0]["images"].shape == (victor.N_FRAMES, 8, 8)
 
 
 def test_figures_build(fast_results):
     assert len(victor.fig_examples(fast_results[0]).data) == 3 * victor.N_FRAMES
     fig = victor.fig_group6_curves(fast_results)
-    assert len(fig.data) == len(fast_results[0].config.arms) * len(fast_results) and fig.layout.title.text
-    assert len(victor.fig_attribution(fast_results).data[0].x) == 3
+    assert len(fig.data) == len(FAST_ARMS) * len(fast_results) and fig.layout.title.text
+    shown = [arm for arm in victor.figures.ATTRIBUTION if arm in FAST_ARMS]
+    assert len(victor.fig_attribution(fast_results).data[0].x) == len(shown) > 0
     with pytest.raises(ValueError, match="arms"):
         victor.fig_group6_curves(fast_results, arms=("nope",))
 
 
-def test_claims_over_three_seeds(fast_results):
+def test_claims_over_five_fast_seeds(fast_results):
     claims = [c for c in victor.CLAIMS if c.id in FAST_CLAIMS]
     outcomes = check_results(claims, fast_results, FAST_SEEDS, "victor")
     assert not unmet(outcomes), unmet(outcomes)
 
 
 @pytest.mark.parametrize("falsifier", victor.FALSIFIERS, ids=lambda f: f.name)
-def test_every_expected_effect_fails_under_its_falsifiers(falsifier):
-    outcomes = falsify(falsifier, victor.CLAIMS, victor.run, FAST_SEEDS, victor.Config.fast(), "victor")
+def test_every_expected_effect_fails_under_its_falsifiers(falsifier, fast_results):
+    # at the fast budget, the effects it shows (victor_raises_group6 fails there with the method too),
+    # rerun with the falsifier's change on the arms they read
+    shown = tuple(claim for claim in falsifier.claims if claim in FAST_CLAIMS)
+    arms = tuple(arm for arm in FAST_ARMS if arm in falsifier.change(victor.Config.fast()).arms)
+    fast = replace(falsifier, claims=shown, change=lambda c: replace(falsifier.change(c), arms=arms))
+    assert shown and arms
+    with trained_once():
+        outcomes = falsify(fast, victor.CLAIMS, run_order, FALSIFIER_SEEDS, victor.Config.fast(), "victor")
     assert not survivors(outcomes), survivors(outcomes)
 
 
@@ -419,21 +506,26 @@ def test_the_committed_results_hold_the_claims_and_a_boundary_point_reruns():
 
 def test_the_calibration_records_set_the_margins_and_expectations():
     claims = {claim.id: claim for claim in victor.CLAIMS}
-    default = load_record(victor)
-    assert default["seeds"] == list(range(1000, 1012)) and not default["fast"]
-    assert {entry["id"] for entry in default["claims"]} == set(claims)
+    default, fast = load_record(victor), load_record(victor, "fast")
+    for record in (default, fast):
+        # both written by `python -m toyscale calibrate victor --seeds 12 [--fast]`: every claim, every falsifier
+        assert record["seeds"] == list(range(1000, 1012))
+        assert {entry["id"] for entry in record["claims"]} == set(claims)
+        assert {falsifier["name"] for falsifier in record["falsifiers"]} == {f.name for f in victor.FALSIFIERS}
+        margins = {e["id"]: e["parts"][0]["margin"] for e in record["claims"]}
+        assert margins["frame_order_raises_group6"] == margins["victor_raises_group6"] == victor.GROUP6_MARGIN
+        assert margins["frame_order_out_of_format"] == victor.TWIN_MARGIN
+        assert margins["shuffled_captions_at_chance"] == victor.CONTROL_BAND
+        for falsifier in record["falsifiers"]:
+            assert min(falsifier["fail_rates"].values()) >= 0.95, falsifier["name"]
+    assert not default["fast"] and fast["fast"]
     for entry in default["claims"]:
         claim = claims[entry["id"]]
         assert entry["expected"] == claim.expected
         if claim.kind == EFFECT:
             # expected exactly when at least 95 % of five-seed windows pass
             assert (entry["pass_rate"] >= 0.95) == claim.expected, entry["id"]
-    for falsifier in default["falsifiers"]:
-        assert min(falsifier["fail_rates"].values()) >= 0.95, falsifier["name"]
-    margins = {e["id"]: e["parts"][0]["margin"] for e in default["claims"]}
-    assert margins["frame_order_raises_group6"] == victor.GROUP6_MARGIN
-    assert margins["frame_order_out_of_format"] == victor.TWIN_MARGIN
-    assert margins["shuffled_captions_at_chance"] == victor.CONTROL_BAND
-    fast = load_record(victor, "fast")
+    # the tests check at the fast config exactly the expected claims that pass there
     rates = {entry["id"]: entry["pass_rate"] for entry in fast["claims"]}
-    assert fast["fast"] and all(rates[claim_id] >= 0.95 for claim_id in FAST_CLAIMS)
+    shown = {claim.id for claim in victor.CLAIMS if claim.expected and claim.check and rates[claim.id] >= 0.95}
+    assert shown == set(FAST_CLAIMS)

@@ -35,7 +35,8 @@ the losses changed, at equal compute: co-occurrence only (MLM + in-batch alignme
 order task alone, all three, the full Victor with queues (its alignment weight split between
 the in-batch and the queue term, so every arm aligns alike), co-occurrence at the Victor arm's
 steps, and a negative control (the frame-order arm on captions whose digit order is random).
-Every arm's learning rate is chosen over the same grid on validation videos (`tuning`); each
+Every arm's learning rate is chosen over the same grid on validation videos (`tuning`; the fast
+test config is tuned apart, at its own budget); each
 keeps two checkpoints, its best validation group-6 (the order claims) and its best validation
 R@1 (the retrieval claims); the test sets are read once per checkpoint. Metrics from unimodal
 pooled features: group-6 accuracy (pick the right video among the six orders of the same
@@ -171,6 +172,7 @@ from .training import (
     LEARNING_RATES,
     METHOD_ARMS,
     PROXY_TASKS,
+    RATE_RECORDS,
     SCRAMBLED,
     TASKS,
     Checkpoint,
@@ -189,6 +191,7 @@ from .training import (
     step_cost,
     train_arm,
     training_losses,
+    tuned_rates,
     weights,
 )
 
@@ -213,6 +216,7 @@ __all__ = [
     "N_FRAMES",
     "ORACLES",
     "PROXY_TASKS",
+    "RATE_RECORDS",
     "SCRAMBLED",
     "SEGMENTS",
     "SEGMENT_POINTS",
@@ -298,6 +302,7 @@ __all__ = [
     "tokenize",
     "train_arm",
     "training_losses",
+    "tuned_rates",
     "twin_accuracy",
     "video_reference_arrays",
     "weights",

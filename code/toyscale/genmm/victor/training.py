@@ -4,6 +4,7 @@ checkpoints per arm chosen on validation (its best group-6, its best retrieval).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -74,27 +75,29 @@ SCRAMBLED = ("shuffled",)  # arms trained on captions that name their digits in 
 METHOD_ARMS = ("frame_order", "victor")  # the arms the claims credit: what a falsifier's stand-in replaces
 LEARNING_RATE_GRID = (3e-3, 1e-2, 3e-2)  # AdamW rates every arm is tuned over, on validation
 CHECKPOINTS = ("order", "retrieval")  # an arm's two checkpoints: best validation group-6, best validation R@1
-# Each arm's (order, retrieval) rate: the best mean validation group-6 and the best mean validation R@1
-# over LEARNING_RATE_GRID on tuning seeds 1100–1101 (the record: calibration/learning_rates.json beside
-# this package, written by `python -m toyscale.genmm.victor.tuning`).
-LEARNING_RATES = {
-    "cooccur": (0.003, 0.01),
-    "cooccur_steps": (0.01, 0.01),
-    "sentence_order": (0.01, 0.01),
-    "frame_order": (0.01, 0.01),
-    "masked_frame": (0.01, 0.01),
-    "order_tasks": (0.01, 0.003),
-    "victor": (0.01, 0.003),
-    "shuffled": (0.03, 0.01),
-}
+RATE_RECORDS = {"default": "learning_rates.json", "fast": "learning_rates_fast.json"}  # beside this package
 
 
-TUNING_RECORD = Path(__file__).parent / "calibration" / "learning_rates.json"
+def load_tuning(rates: str = "default") -> dict:
+    """A committed tuning record (`tuning`): every arm's validation scores at every rate, and the rates chosen.
+
+    rates: 'default' (the default config's, calibration/learning_rates.json) or 'fast' (Config.fast()'s,
+    learning_rates_fast.json), each written by `python -m toyscale.genmm.victor.tuning [--fast]`.
+    """
+    if rates not in RATE_RECORDS:
+        raise ValueError(f"rates must be one of {sorted(RATE_RECORDS)}, got {rates!r}")
+    return json.loads((Path(__file__).parent / "calibration" / RATE_RECORDS[rates]).read_text())
 
 
-def load_tuning() -> dict:
-    """The committed tuning record (`tuning`): every arm's validation scores at every rate, the rates chosen."""
-    return json.loads(TUNING_RECORD.read_text())
+@functools.cache
+def tuned_rates(rates: str = "default") -> dict[str, tuple[float, float]]:
+    """Each arm's (order, retrieval) rate from a tuning record: the best mean validation group-6 and the
+    best mean validation R@1 over LEARNING_RATE_GRID on tuning seeds 1100–1101 (never a test score)."""
+    return {arm: (row["order_lr"], row["retrieval_lr"]) for arm, row in load_tuning(rates)["arms"].items()}
+
+
+#: The default config's rates per arm, (order, retrieval), as the default tuning record chose them.
+LEARNING_RATES = tuned_rates("default")
 
 
 def pass_cost(task: str, segments: int = SEGMENTS) -> int:
@@ -145,7 +148,8 @@ class Config:
     segments: int = SEGMENTS  # digits (segments) per video: how much order there is to learn
     budget_steps: int = 200  # steps of the full Victor arm; the other arms get the same compute
     batch_size: int = 32  # videos per step
-    lr: float | None = None  # AdamW rate (warm-up, cosine decay to 0); None: each arm's tuned LEARNING_RATES
+    lr: float | None = None  # AdamW rate (warm-up, cosine decay to 0) for every arm; None: each arm's tuned rates
+    rates: str = "default"  # whose tuned rates (None lr): 'default' or 'fast', each tuned at its own budget
     temperature: float = 0.1  # τ of every InfoNCE loss
     mlm_rate: float = 0.15  # share of caption characters masked for MLM
     queue_size: int = 1024  # memory queue entries (video and text keys)
@@ -198,22 +202,24 @@ class Config:
         unknown = [a for a in self.arms if a not in ARMS]
         if unknown or not self.arms or len(set(self.arms)) != len(self.arms):
             raise ValueError(f"arms must be a non-empty subset of {ARMS} without repeats, got {self.arms}")
+        if self.rates not in RATE_RECORDS:
+            raise ValueError(f"rates must be one of {sorted(RATE_RECORDS)}, got {self.rates!r}")
         if self.stand_in and self.stand_in not in ARMS:
             raise ValueError(f"stand_in must be '' or one of {ARMS}, got {self.stand_in!r}")
 
     @classmethod
     def fast(cls) -> Config:
-        """For tests: half the budget, smaller evaluation sets, only the arms the tests check, and every
-        arm at one rate (0.01, the rate most arms chose on validation), so each arm trains once."""
+        """For tests: half the budget and smaller evaluation sets. Every arm, each at the rates tuned for this
+        budget on validation (calibration/learning_rates_fast.json), so every claim can be checked; a test
+        trains only the arms its claims read (an arm's numbers do not depend on which others train)."""
         return cls(
             budget_steps=100,
-            lr=1e-2,
             validation_groups=60,
             validation_gallery=60,
             test_groups=150,
             gallery=120,
             twin_families=25,
-            arms=("cooccur", "frame_order", "victor", "shuffled"),
+            rates="fast",
         )
 
 
@@ -223,11 +229,13 @@ def recipe(arm: str, config: Config) -> str:
 
 
 def learning_rate(arm: str, config: Config, checkpoint: str) -> float:
-    """The rate behind `arm`'s order or retrieval checkpoint: config.lr when set, else the rate tuned for
-    that checkpoint of the recipe the arm trains."""
+    """The rate behind `arm`'s order or retrieval checkpoint: config.lr when set, else the rate tuned (in the
+    config's tuning record) for that checkpoint of the recipe the arm trains."""
     if checkpoint not in CHECKPOINTS:
         raise ValueError(f"checkpoint must be one of {CHECKPOINTS}, got {checkpoint!r}")
-    return config.lr if config.lr is not None else LEARNING_RATES[recipe(arm, config)][CHECKPOINTS.index(checkpoint)]
+    if config.lr is not None:
+        return config.lr
+    return tuned_rates(config.rates)[recipe(arm, config)][CHECKPOINTS.index(checkpoint)]
 
 
 PROXY_TASKS = ("sentence_order", "frame_order", "masked_frame")  # Victor's tasks beyond MLM and alignment

@@ -5,8 +5,11 @@ the calibration seeds; each run keeps its best validation group-6 accuracy and i
 R@1 (the scores its two checkpoints are chosen by). Per arm, the rate with the best mean validation
 group-6 becomes its *order* rate and the rate with the best mean validation R@1 its *retrieval* rate;
 `run` trains an arm once when the two agree and twice when they do not. The test sets are never read.
+The default configuration and `Config.fast()` (half the budget, smaller validation sets) are tuned
+apart, each at its own budget:
 
     python -m toyscale.genmm.victor.tuning --json code/toyscale/genmm/victor/calibration/learning_rates.json
+    python -m toyscale.genmm.victor.tuning --fast --json code/toyscale/genmm/victor/calibration/learning_rates_fast.json
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def tune(
     config: Config, arms: Sequence[str] = ARMS, seeds: Sequence[int] = TUNING_SEEDS, cache: Path | None = None
 ) -> dict:
     """Validation scores of every arm at every rate and seed, and each arm's chosen order and retrieval rate."""
-    record: dict = {"seeds": list(seeds), "grid": list(LEARNING_RATE_GRID), "arms": {}}
+    record: dict = {"fast": config == Config.fast(), "seeds": list(seeds), "grid": list(LEARNING_RATE_GRID), "arms": {}}
     for arm in arms:
         order: dict[float, list[float]] = {}
         retrieval: dict[float, list[float]] = {}
@@ -83,11 +86,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="tune every Victor arm's learning rate on validation")
     parser.add_argument("--arms", nargs="*", default=list(ARMS))
     parser.add_argument("--seeds", type=int, nargs="*", default=list(TUNING_SEEDS))
-    parser.add_argument("--cache", type=Path, help="keep each run's scores here and reuse them")
+    parser.add_argument("--fast", action="store_true", help="tune Config.fast() instead of the default config")
+    parser.add_argument("--cache", type=Path, help="keep each run's scores here and reuse them (one folder per config)")
     parser.add_argument("--json", type=Path, help="write the record here")
     args = parser.parse_args(argv)
     set_threads(1)
-    record = tune(Config(), args.arms, args.seeds, args.cache)
+    record = tune(Config.fast() if args.fast else Config(), args.arms, args.seeds, args.cache)
     for arm, row in record["arms"].items():
         print(arm, "order lr", row["order_lr"], "retrieval lr", row["retrieval_lr"])
         for lr in row["validation_group6"]:
