@@ -211,20 +211,22 @@ CLAIMS = [
     ),
 ]
 
-# What must make each expected effect fail (CLAIMS.md §5). Each change trains only the models its claim reads.
+# What must make each expected effect fail (CLAIMS.md §5). Each change trains and scores only the models and arms its
+# claim reads (the cascade and BADiff's model run all steps); `training` recalls the trunk and the branches the change
+# leaves as they were, so a rerun trains only what the change touches.
 FALSIFIERS = [
     Falsifier(
         "hinge_off",
         MECHANISM_OFF,
         ("hinge_meets_budget",),
-        lambda c: replace(c, hinge_weight=0.0, models=("plain", "badiff"), policy=False),
+        lambda c: replace(c, hinge_weight=0.0, models=("plain", "badiff"), policy=False, diagnostics=False),
         "BADiff's model fine-tuned with λ = 0: the quality embedding without the hinge",
     ),
     Falsifier(
         "plain_as_badiff",
         BASELINE_IN_PLACE,
         ("hinge_meets_budget",),
-        lambda c: replace(c, method="plain", models=("plain", "badiff"), policy=False),
+        lambda c: replace(c, method="plain", models=("plain", "badiff"), policy=False, diagnostics=False),
         "the unconditioned model fine-tuned under BADiff's name",
     ),
 ]
