@@ -1,9 +1,10 @@
 """BADiff: the codec, the rate estimate and hinge, the diffusion pieces, the paired training, the judge,
 bad input, the claims and their falsifiers.
 
-The claims are checked on five seeds of `Config.fast()` (the configuration was calibrated on seeds
-1000–1011, apart from these); each falsifier reruns the experiment with its change and the claim it
-names must then fail. A slice of the committed results is rerun and compared.
+The claims are checked on five seeds of `Config.fast()`, whose margins its own calibration record
+(calibration/fast.json, seeds 1000–1019, apart from these) justifies beside the default's; each
+falsifier reruns the experiment with its change and the claim it names must then fail. A slice of
+the committed results is rerun and compared.
 """
 
 import itertools
@@ -13,6 +14,7 @@ import pytest
 import torch
 
 from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
+from toyscale.core.calibration import load_record
 from toyscale.core.claims import EFFECT
 from toyscale.genmm import badiff, digits
 from toyscale.genmm.badiff import results as committed
@@ -398,3 +400,29 @@ def test_the_committed_results_hold_the_claims_and_a_rerun_slice_matches():
     seed = reference.budget.seeds[0]
     rerun = badiff.naive_gap(badiff.Config(), budget, seed, committed.NAIVE_STOP)
     assert rerun == pytest.approx(reference.budget.deltas[reference.budget.points.index(budget), 0], abs=0.05)
+
+
+def test_both_calibration_records_set_the_margins_and_expectations():
+    claims = {claim.id: claim for claim in badiff.CLAIMS}
+    margins = {
+        "beats_naive_early_stop": [badiff.FD_MARGIN],
+        "policy_beats_constant_stop": [badiff.FD_MARGIN],
+        "fewer_evals_than_cascade": [badiff.EVALS_MARGIN, badiff.FD_GUARD],
+        "quality_vs_cascade": [badiff.FD_MARGIN],
+        "hinge_meets_budget": [badiff.SHARE_MARGIN],
+        "loose_budget_no_cut": [badiff.CONTROL_BAND],
+        "same_budgets": [badiff.MATCH_TOLERANCE / 2, badiff.RATE_TOLERANCE / 2],  # `within` records half its range
+    }
+    for config, seeds in (("default", range(1000, 1012)), ("fast", range(1000, 1020))):
+        record = load_record(badiff, config)
+        assert record["seeds"] == list(seeds) and record["fast"] == (config == "fast")
+        assert [entry["id"] for entry in record["claims"]] == list(claims)
+        for entry in record["claims"]:
+            claim = claims[entry["id"]]
+            assert (entry["kind"], entry["expected"]) == (claim.kind, claim.expected), (config, claim.id)
+            assert [part["margin"] for part in entry["parts"]] == pytest.approx(margins[claim.id]), (config, claim.id)
+            # an expected claim passes at least 95 % of five-seed windows, a not-expected effect at most 5 %
+            assert entry["pass_rate"] >= 0.95 if claim.expected else entry["pass_rate"] <= 0.05, (config, claim.id)
+        for falsifier in record["falsifiers"]:
+            assert min(falsifier["fail_rates"].values()) >= 0.95, (config, falsifier["name"])
+        assert {f["name"] for f in record["falsifiers"]} == {f.name for f in badiff.FALSIFIERS}
