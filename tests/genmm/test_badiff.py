@@ -402,6 +402,16 @@ def test_the_committed_results_hold_the_claims_and_a_rerun_slice_matches():
     assert rerun == pytest.approx(reference.budget.deltas[reference.budget.points.index(budget), 0], abs=0.05)
 
 
+def test_bandwidth_boundary_on_a_tiny_config():
+    # the file's bandwidth sweep is too dear to rerun here (the budget sweep's point is); its code runs tiny
+    tiny = badiff.Config(trunk_steps=30, branch_steps=20, eval_every=10, n_samples=40)
+    boundary, binding = badiff.bandwidth_boundary(tiny, (1.0, 1.3), (0, 1))
+    assert boundary.points == (1.0, 1.3) and boundary.seeds == (0, 1)
+    assert boundary.deltas.shape == binding.shape == (2, 2)
+    assert ((binding >= 0) & (binding <= 1)).all()
+    assert (boundary.deltas <= binding + 1e-12).all()  # Δ = plain's share over R − BADiff's share ≥ 0
+
+
 def test_both_calibration_records_set_the_margins_and_expectations():
     claims = {claim.id: claim for claim in badiff.CLAIMS}
     margins = {
