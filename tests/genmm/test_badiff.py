@@ -1,9 +1,10 @@
 """BADiff: the codec, the rate estimate and hinge, the diffusion pieces, the paired training, the judge,
 bad input, the claims and their falsifiers.
 
-The claims are checked on five seeds of `Config.fast()` (the configuration was calibrated on seeds
-1000–1011, apart from these); each falsifier reruns the experiment with its change and the claim it
-names must then fail. A slice of the committed results is rerun and compared.
+The claims are checked on five seeds of `Config.fast()`, whose margins its own calibration record
+(calibration/fast.json, seeds 1000–1019, apart from these) justifies beside the default's; each
+falsifier reruns the experiment with its change and the claim it names must then fail. A slice of
+the committed results is rerun and compared.
 """
 
 import itertools
@@ -13,6 +14,7 @@ import pytest
 import torch
 
 from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
+from toyscale.core.calibration import load_record
 from toyscale.core.claims import EFFECT
 from toyscale.genmm import badiff, digits
 from toyscale.genmm.badiff import results as committed
@@ -219,7 +221,8 @@ def test_branches_are_paired_and_keep_their_best_validation_checkpoint():
         steps = [s for s, _ in log.validation]
         assert steps == [20, 30, 40] and log.best_step in steps
         assert min(score for _, score in log.validation) == dict(log.validation)[log.best_step]
-    # a branch does not depend on which other branches trained beside it
+    # a branch does not depend on which other branches trained beside it (trained afresh, not recalled)
+    badiff.clear_memo()
     alone = badiff.train_denoisers(x, v, schedule, {"badiff": branches["badiff"]}, seed=1, levels=levels)
     for a, b in zip(alone["badiff"][0].parameters(), trained["badiff"][0].parameters(), strict=True):
         assert torch.equal(a, b)
@@ -316,10 +319,19 @@ def fast_results():
     return [badiff.run(badiff.Config.fast(), seed=s) for s in BOOK_SEEDS]
 
 
-def test_run_is_deterministic():
+def test_run_is_deterministic_and_a_recalled_model_is_the_retrained_one():
     tiny = badiff.Config(trunk_steps=30, branch_steps=20, eval_every=10, trajectories=8, policy_epochs=5, n_samples=40)
-    first, second = badiff.run(tiny, seed=3), badiff.run(tiny, seed=3)
-    assert first.metrics == second.metrics and first.stop_steps == second.stop_steps
+    badiff.clear_memo()
+    first = badiff.run(tiny, seed=3)
+    badiff.clear_memo()
+    second, recalled = badiff.run(tiny, seed=3), badiff.run(tiny, seed=3)
+    assert first.metrics == second.metrics == recalled.metrics and first.stop_steps == recalled.stop_steps
+    assert first.validation == recalled.validation
+    # a falsifier's rerun recalls the trunk and the branches its change leaves alone: the same as training them
+    change = badiff.FALSIFIERS[0].change(tiny)
+    from_memo = badiff.run(change, seed=3)
+    badiff.clear_memo()
+    assert badiff.run(change, seed=3).metrics == from_memo.metrics
 
 
 def test_run_is_complete_and_its_budgets_are_matched(fast_results):
@@ -382,9 +394,45 @@ def test_the_committed_results_hold_the_claims_and_a_rerun_slice_matches():
     reference = committed.reference()
     assert [r.seed for r in reference.results] == list(BOOK_SEEDS)
     assert not unmet(check_results(badiff.CLAIMS, reference.results, BOOK_SEEDS, "badiff"))
-    # one point of the bandwidth sweep, rerun: the same numbers on the machine that made the file; another
-    # CPU's floating point may flip a pixel's level, so the check allows a small drift
-    point = reference.bandwidth.points.index(1.3)
-    seed = reference.bandwidth.seeds[0]
-    boundary, _ = badiff.bandwidth_boundary(badiff.Config(), (1.3,), (seed,))
-    assert boundary.deltas[0, 0] == pytest.approx(reference.bandwidth.deltas[point, 0], abs=0.01)
+    # the cheapest point of the training-budget sweep, rerun: the same number on the machine that made the file;
+    # another CPU's floating point may move a pixel's level, so the check allows a small drift
+    budget = committed.BUDGETS[0]
+    seed = reference.budget.seeds[0]
+    rerun = badiff.naive_gap(badiff.Config(), budget, seed, committed.NAIVE_STOP)
+    assert rerun == pytest.approx(reference.budget.deltas[reference.budget.points.index(budget), 0], abs=0.05)
+
+
+def test_bandwidth_boundary_on_a_tiny_config():
+    # the file's bandwidth sweep is too dear to rerun here (the budget sweep's point is); its code runs tiny
+    tiny = badiff.Config(trunk_steps=30, branch_steps=20, eval_every=10, n_samples=40)
+    boundary, binding = badiff.bandwidth_boundary(tiny, (1.0, 1.3), (0, 1))
+    assert boundary.points == (1.0, 1.3) and boundary.seeds == (0, 1)
+    assert boundary.deltas.shape == binding.shape == (2, 2)
+    assert ((binding >= 0) & (binding <= 1)).all()
+    assert (boundary.deltas <= binding + 1e-12).all()  # Δ = plain's share over R − BADiff's share ≥ 0
+
+
+def test_both_calibration_records_set_the_margins_and_expectations():
+    claims = {claim.id: claim for claim in badiff.CLAIMS}
+    margins = {
+        "beats_naive_early_stop": [badiff.FD_MARGIN],
+        "policy_beats_constant_stop": [badiff.FD_MARGIN],
+        "fewer_evals_than_cascade": [badiff.EVALS_MARGIN, badiff.FD_GUARD],
+        "quality_vs_cascade": [badiff.FD_MARGIN],
+        "hinge_meets_budget": [badiff.SHARE_MARGIN],
+        "loose_budget_no_cut": [badiff.CONTROL_BAND],
+        "same_budgets": [badiff.MATCH_TOLERANCE / 2, badiff.RATE_TOLERANCE / 2],  # `within` records half its range
+    }
+    for config, seeds in (("default", range(1000, 1012)), ("fast", range(1000, 1020))):
+        record = load_record(badiff, config)
+        assert record["seeds"] == list(seeds) and record["fast"] == (config == "fast")
+        assert [entry["id"] for entry in record["claims"]] == list(claims)
+        for entry in record["claims"]:
+            claim = claims[entry["id"]]
+            assert (entry["kind"], entry["expected"]) == (claim.kind, claim.expected), (config, claim.id)
+            assert [part["margin"] for part in entry["parts"]] == pytest.approx(margins[claim.id]), (config, claim.id)
+            # an expected claim passes at least 95 % of five-seed windows, a not-expected effect at most 5 %
+            assert entry["pass_rate"] >= 0.95 if claim.expected else entry["pass_rate"] <= 0.05, (config, claim.id)
+        for falsifier in record["falsifiers"]:
+            assert min(falsifier["fail_rates"].values()) >= 0.95, (config, falsifier["name"])
+        assert {f["name"] for f in record["falsifiers"]} == {f.name for f in badiff.FALSIFIERS}

@@ -132,7 +132,7 @@ from .policy import (
     stop_steps,
     train_stop_policy,
 )
-from .training import Branch, Schedule, TrainLog, branch_loss, train_denoisers
+from .training import Branch, Schedule, TrainLog, branch_loss, clear_memo, train_denoisers
 
 __all__ = [
     "ARMS",
@@ -175,6 +175,7 @@ __all__ = [
     "class_diversity",
     "classifier_confidence",
     "classifier_features",
+    "clear_memo",
     "codec_bits",
     "constant_stops",
     "context_model",

@@ -81,6 +81,7 @@ class Config:
     models: tuple[str, ...] = MODELS  # the denoisers to train (a falsifier or a sweep trains only what it reads)
     policy: bool = True  # train the stop policy and score the arms that stop early
     method: str = "badiff"  # what the BADiff branches train: BADiff, or (a falsifier) the plain model
+    diagnostics: bool = True  # also score the `DIAGNOSTICS` rows (a falsifier's claim reads neither)
 
     def __post_init__(self) -> None:
         for name in ("steps", "width", "blocks", "trunk_steps", "batch_size", "trajectories", "policy_epochs"):
@@ -254,16 +255,15 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
     rng = np.random.default_rng(seed)
     real_rows = rng.choice(len(data.all_train), size=min(n, len(data.all_train)), replace=False)
     plain_run = _sample(models["plain"], n, noise_seed, 0.0, config)
-    redraw = _sample(models["plain"], n, noise_seed + 50_000, 0.0, config).x0_hat[-1]
+    diagnostics = {}
+    if config.diagnostics:
+        redraw = _sample(models["plain"], n, noise_seed + 50_000, 0.0, config).x0_hat[-1]
+        diagnostics = {"cascade_redraw": (redraw, T), "real": (data.all_train[real_rows], 0.0)}
     by_target: dict[str, dict[str, list[float]]] = {}
     samples: dict[str, list[np.ndarray]] = {}
     stops, label_steps = [], []
     for r in config.targets:
-        outputs: dict[str, tuple[np.ndarray, float]] = {
-            "cascade": (plain_run.x0_hat[-1], T),
-            "cascade_redraw": (redraw, T),
-            "real": (data.all_train[real_rows], 0.0),
-        }
+        outputs: dict[str, tuple[np.ndarray, float]] = {"cascade": (plain_run.x0_hat[-1], T), **diagnostics}
         if "conditioned" in models:
             outputs["conditioned"] = (_sample(models["conditioned"], n, noise_seed, r, config).x0_hat[-1], T)
         if "badiff" in models:
