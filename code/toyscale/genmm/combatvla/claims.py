@@ -30,23 +30,28 @@ from toyscale.core import (
 
 from .experiment import Result, with_method
 
-# Margins from `python -m toyscale calibrate combatvla --seeds 11 --no-falsifiers` (seeds 1000–1010: one
-# default run takes about 45 s here and the falsifier reruns did not fit the CPU time this re-audit had, so
-# eleven seeds and no falsifier spread), set by a rule written before the record was read: a real-time
-# margin is half the method's q05 of five-seed window means (0 when that is not above 0); the
-# non-inferiority margin is twice the sd of the per-seed paired differences (their noise); the control's
-# band is the largest |q05|, |q95| of the method's window means, rounded up to 0.01. An effect is expected
-# when ≥ 95 % of the windows pass; none is.
+# Margins from `python -m toyscale calibrate combatvla --seeds 12` (seeds 1000–1011: one default run takes
+# about 40 s here, so twelve seeds, not twenty; the falsifiers rerun on the same seeds), set by a rule written
+# before the record was read: a real-time margin is half the method's q05 of five-seed window means (0 when
+# that is not above 0); the non-inferiority margin is twice the sd of the per-seed paired differences (their
+# noise); the control's band is the largest |q05|, |q95| of the method's window means, rounded up to 0.01;
+# every paired check keeps the default win rule (4 of 5 seeds). An effect is expected when ≥ 95 % of the
+# windows pass and a margin lies between each falsifier's q95 and the method's q05; none is.
 TOKEN_RATIO = 3.0  # by construction: the formats give 8 / 2 tokens per decision
 TIME_RATIO = 1.0  # measured: full AoT takes longer per decision on every seed (wall clock: machine-dependent)
 MULTI_TOKEN_RATIO = 8.0  # by construction: the multi-call agent decodes calls × 8 against 2 tokens
-# seeds 1000–1010: 2 × sd 0.0210 of the per-seed paired differences (mean −0.0374, q05 of 5-seed means −0.0489)
-BENCH_MARGIN = 0.043
-REALTIME_MARGIN = 0.022  # seeds 1000–1010: half the method's q05 of 5-seed means, +0.044
-CURRICULUM_MARGIN = 0.0  # seeds 1000–1010: the method's q05 of 5-seed means, −0.030, is not above 0
-THOUGHT_MARGIN = 0.0  # any paused gain over no thought would count (the most lenient margin)
-RISE_MARGIN = 0.0  # any benchmark gain over full AoT at equal steps would count (the most lenient margin)
-PAUSED_BAND = 0.3  # seeds 1000–1010: method 5-seed window means from −0.292 to −0.098 (q05–q95)
+# seeds 1000–1011: 2 × sd 0.0202 of the per-seed paired differences (mean −0.0367, q05 of 5-seed means −0.0482:
+# 68 % of windows pass); explanation_off / none_in_place q95 −0.657 / −0.658
+BENCH_MARGIN = 0.040
+# seeds 1000–1011: half the method's q05 of 5-seed means, +0.060 (25 % of windows pass: gains of nil on five
+# seeds break the 4-of-5 rule); truncation_off / full_in_place q95 −0.201 / 0.000
+REALTIME_MARGIN = 0.030
+CURRICULUM_MARGIN = 0.0  # seeds 1000–1011: the method's q05 of 5-seed means, −0.020, is not above 0
+# any paused gain over no thought would count (the most lenient margin); seeds 1000–1011: method q05 of 5-seed
+# means +0.037 (85 % of windows pass), below explanation_off's q95 +0.094: no margin separates them
+THOUGHT_MARGIN = 0.0
+RISE_MARGIN = 0.0  # any benchmark gain over full AoT at equal steps would count; seeds 1000–1011: method q95 −0.041
+PAUSED_BAND = 0.29  # seeds 1000–1011: method 5-seed window means from −0.284 to −0.087 (q05–q95; 96 % pass)
 #: Which effects the calibration record supports (≥ 95 % of windows pass, ≥ 95 % fail under each falsifier).
 EXPECTED = {
     "benchmark_non_inferior": False,
@@ -58,26 +63,28 @@ EXPECTED = {
 #: Why an effect is not expected (used where EXPECTED is False): the mechanism, not the numbers.
 REASONS = {
     "benchmark_non_inferior": (
-        "the truncated model writes its explanation after the key only in its last stage, from the same few "
-        "steps, and trails full AoT's explanation by more than the seed noise on too many calibration windows"
+        "the explanation the truncated model writes after its key is learned a little worse than full AoT's, "
+        "on every calibration seed: a small, consistent loss that sits at the margin of twice the seed noise, "
+        "so too many calibration windows fall outside it"
     ),
     "benchmark_rises_after_stage3": (
         "the paper's rise comes from a pretrained 3B model refining its explanations in stage 3; a tiny model "
         "trained from scratch spends the truncated stage relearning where the key goes, and explains worse "
-        "than full AoT trained for the same steps"
+        "than full AoT trained for the same steps on every calibration seed"
     ),
     "realtime_truncated_wins": (
-        "paused, the truncated model is the clearly weaker player (full AoT computes its key from its own "
-        "explanation); one tick of lag costs full AoT much, but not always more than that gap, so on some "
-        "seeds the stronger full AoT wins as many real-time fights"
+        "the latency-aware full AoT, trained to act for the tick its key lands on, wins back much of what one "
+        "tick of lag costs, and matches the truncated model in real time on the seeds where that model plays "
+        "weakly: the gain is large on most calibration seeds and nil on the others"
     ),
     "realtime_curriculum_wins": (
         "after the frame-level stage the model must unlearn putting an explanation slot first, with fewer "
-        "truncated steps left: the curriculum's player is too weak to outplay full AoT even in real time"
+        "truncated steps left: the curriculum's player is often too weak to outplay the latency-aware full AoT"
     ),
     "thought_beats_no_thought": (
-        "the paused win rates of two small models trained from scratch swing from seed to seed by more than "
-        "what the explanation adds: truncated AoT beats no thought on most calibration windows, not on enough"
+        "the paused win rates of small models trained from scratch swing from seed to seed by as much as what "
+        "the explanation adds: the same arms trained without the explanation's loss beat no thought on some "
+        "calibration windows by more than truncated AoT does on others, so no margin separates the two"
     ),
 }
 
