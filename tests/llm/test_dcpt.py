@@ -465,6 +465,11 @@ def test_the_committed_results_match_a_rerun_and_hold_the_claims(default_results
         for table, values in rerun.metrics.items():
             for metric, value in values.items():
                 assert value == pytest.approx(stored.metrics[table][metric], abs=1e-6), (rerun.seed, table, metric)
+    # the confirmation grids' results: one seed's decision, rerun
+    assert [r.seed for r in reference.confirmation] == list(dcpt.CONFIRMATION_GRID_SEEDS)
+    again, _, _ = dcpt.decision(dcpt.load_grid(3000), dcpt.Config(), seed=3000)
+    for metric, value in again.items():
+        assert value == pytest.approx(reference.confirmation[0].metrics["decision"][metric], abs=1e-6), metric
     # one point of every axis's boundaries, rerun on seed 0
     grid, config = dcpt.load_grid(0), dcpt.Config()
     reruns = {

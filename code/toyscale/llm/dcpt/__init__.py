@@ -91,6 +91,7 @@ from toyscale.llm.dcpt.experiment import (
 from toyscale.llm.dcpt.figures import fig_boundary_axis, fig_choice, fig_curves, fig_held_out
 from toyscale.llm.dcpt.grid import (
     COMMITTED_SEEDS,
+    CONFIRMATION_GRID_SEEDS,
     RATIOS,
     Grid,
     GridConfig,
@@ -124,6 +125,7 @@ __all__ = [
     "ARM_LABELS",
     "CLAIMS",
     "COMMITTED_SEEDS",
+    "CONFIRMATION_GRID_SEEDS",
     "FALSIFIERS",
     "FORMS",
     "LAW_FREE_LABELS",
