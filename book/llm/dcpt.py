@@ -571,12 +571,14 @@ claims_table(confirmation)
 # The scorecard line for this chapter: {glue:text}`tally` (book grids);
 # {glue:text}`confirmation_tally` (confirmation grids).
 #
-# **What holds.** The r–D interaction term earns its place where the law extrapolates: on the
-# held-out largest model and on the later tokens, the law with $B r^\eta / D^\beta$ predicts
-# better than the same law with $B / D^\beta$ (status: {glue:text}`interaction_extrapolates_status`
-# on the book grids, {glue:text}`interaction_extrapolates_confirmation_status` on the
-# confirmation grids). The gain is small beside the checkpoint noise: read the confirmation
-# table for its mean there and on how many of the five grids the law wins.
+# **Where the law should shine.** The r–D interaction term is meant to pay where the law
+# extrapolates: on the held-out largest model and on the later tokens, the law with
+# $B r^\eta / D^\beta$ should predict better than the same law with $B / D^\beta$. It does on
+# average, but by no more than the grid-to-grid noise (status:
+# {glue:text}`interaction_extrapolates_status` on the book grids,
+# {glue:text}`interaction_extrapolates_confirmation_status` on the confirmation grids). The calibration record shows it at the protocol's 95 % line on the
+# default config and far below on the fast one, so the book does not count it as reproduced:
+# read the confirmation table for its mean there and on how many of the five grids the law wins.
 # And one checkpoint beyond the fitted range, where there is nothing to extrapolate, the law
 # gains nothing over carrying the last checkpoint forward, as the control requires (status:
 # {glue:text}`no_extrapolation_no_gain_status`).

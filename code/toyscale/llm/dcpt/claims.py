@@ -40,9 +40,10 @@ INTERACTION_MARGIN = 0.001
 # them, 0.0003, with the default 4-of-5 win rule passes 97.3 % of windows (0.0005: 95.1 %; 0.001: 88 %) and fails
 # every falsifier window.
 EXTRAPOLATION_MARGIN = 0.0003
-# Confirmation grids 3000–3004 (checked once, after every choice here was final): the later-D part wins on 3 of 5
-# grids, so the claim fails its 4-of-5 rule there (mean above the margin); it is reported, not retuned, and stays
-# expected, as the calibration record (97 % of windows) says.
+# Not expected: 97.3 % of default windows is barely over the 95 % line, the fast record passes 53 %, and on the
+# first fresh window, the confirmation grids 3000–3004 (checked once, after every choice here was final), the
+# later-D part wins on 3 of 5 grids only. The margin and rule are not retuned; the claim is reported as too close
+# to the grid-to-grid noise to count.
 # Decision losses, the same 0.001 bits/char: against the cheap runs' largest feasible ratio the law's Δ q95 is
 # +0.0016 and against the grid search on the second-largest model +0.0068 (no window passes both); against the
 # trivial policies q05 +0.22 and more.
@@ -194,6 +195,13 @@ CLAIMS = [
             "the same law with B/D^β, paired by grid"
         ),
         check=_check_extrapolation,
+        expected=False,
+        reason=(
+            "the interaction term's gain beyond the fitted range is positive on average but no larger than the "
+            "grid-to-grid noise of the fitted laws: a five-grid window loses it on the win count about as often as "
+            "the protocol tolerates on the default config, far more often on the fast one, and did so on the first "
+            "fresh window"
+        ),
     ),
     Claim(
         id="chosen_ratio",
@@ -228,23 +236,24 @@ CLAIMS = [
     ),
 ]
 
-_EXPECTED_EFFECTS = tuple(c.id for c in CLAIMS if c.kind == "effect" and c.expected)
-_READ = ("dcpt", "no_interaction")  # the arms the expected effect reads
+# The effect the falsifiers break: not expected, but measured, so its falsifiers still show what it rests on.
+_FALSIFIED = ("interaction_extrapolates",)
+_READ = ("dcpt", "no_interaction")  # the arms it reads
 _SPLITS = ("model", "late")  # and its splits
 
-# What must make each expected effect fail (CLAIMS.md §5). Each change skips what its claims do not read.
+# What must make the effect fail (CLAIMS.md §5). Each change skips what its claims do not read.
 FALSIFIERS = [
     Falsifier(
         "law_blind_to_r",
         MECHANISM_OFF,
-        _EXPECTED_EFFECTS,
+        _FALSIFIED,
         lambda c: replace(c, method="r_blind", general_fits=False, control=False, arms=_READ, splits=_SPLITS),
         "the D-CPT arm fits E + A/N^α + B/D^β to every ratio's points at once: the law without its ratio terms",
     ),
     Falsifier(
         "no_interaction_as_law",
         BASELINE_IN_PLACE,
-        _EXPECTED_EFFECTS,
+        _FALSIFIED,
         lambda c: replace(c, method="no_interaction", general_fits=False, control=False, arms=_READ, splits=_SPLITS),
         "the effect's baseline, the law without its interaction term, rerun under the law's name",
     ),
