@@ -154,7 +154,8 @@ Table(
 # held out, every model's initialisation, every batch. So the claims below are paired over
 # independent grids, and a win on four of five seeds is four wins of five. A grid takes a
 # couple of minutes of CPU, far too long for a notebook, so the grids of the book's seeds (0 to
-# 4) and of eight calibration seeds (1000 to 1007, where every margin below was set) are
+# 4), of twelve calibration seeds (1000 to 1011, where every margin below was set) and of five
+# confirmation seeds (3000 to 3004, for `python -m toyscale reproduce dcpt --seed-start 3000`) are
 # committed (`data/llm/dcpt_grid.npz`, checksum-verified on load, remade by
 # `python -m toyscale data --rebuild dcpt_grid`); a grid of any other seed is trained the first
 # time it is asked for and kept under `data/cache/`. The chapter's tests rerun slices of it and
@@ -423,26 +424,96 @@ Table(
 )
 
 # %% [markdown]
-# ### Where the law pays: extrapolation in D
+# ### Where the law pays: how far the held-out runs lie from the fitted range
 #
-# The law's edge, where it has one, should grow with how far it extrapolates. The boundary
-# sweep fits every run's first $k$ checkpoints and predicts its last, for $k$ from 7 of 8
-# (nothing to extrapolate: the negative control) down to 2, and plots the law's RMSE advantage
-# over carrying checkpoint $k$ forward, mean ± sd over the five book grids:
+# A law earns its keep where the measurements run out. Three boundary sweeps move the held-out
+# runs away from the fitted range, one axis at a time, on the five book grids:
+#
+# - **in the ratio**: at distance 0 the held-out ratios lie between fitted ones (the
+#   held-out-ratio split above); at distance $k/8$ the law is fitted on the ratios up to
+#   $1 - k/8$ and predicts the pure-domain runs ($r = 1$), where the law-free predictor reads the
+#   nearest fitted ratio;
+# - **in the tokens**: every run's first $k$ checkpoints are fitted and its last is predicted,
+#   for $k$ from 7 of 8 (one checkpoint out: the negative control) down to 2, against carrying
+#   checkpoint $k$ forward;
+# - **in the size**: a model inside the fitted sizes (the third, fitted on the other three,
+#   against interpolating its neighbours in $\log N$), then the largest fitted on the three or
+#   on the two smallest (against the largest fitted curve shifted by the start-loss gap).
+#
+# Each figure plots two paired differences, mean ± sd over the five grids: the law's RMSE
+# advantage over the law-free predictor (solid), and over the same law without its interaction
+# term (dashed), fitted on the same points. A positive value favours the D-CPT Law.
 
 # %%
-dcpt.fig_extrapolation(reference.boundary).show()
-reference.boundary.table()
+boundaries = reference.boundaries
+for axis in committed.AXES:
+    dcpt.fig_boundary_axis(boundaries[axis], axis).show()
+Table(
+    [
+        "axis",
+        "point",
+        "vs law-free: Δ mean ± sd",
+        "won",
+        "vs no interaction: Δ mean ± sd",
+        "won",
+    ],
+    [
+        [
+            axis,
+            point,
+            f"{free.mean[i]:+.4f} ± {free.sd[i]:.4f}",
+            f"{free.wins[i]}/{len(free.seeds)}",
+            f"{plain.mean[i]:+.4f} ± {plain.sd[i]:.4f}",
+            f"{plain.wins[i]}/{len(plain.seeds)}",
+        ]
+        for axis in committed.AXES
+        for free, plain in [
+            (boundaries[axis]["law_free"], boundaries[axis]["no_interaction"])
+        ]
+        for i, point in enumerate(free.points)
+    ],
+    caption=(
+        "Δ RMSE of the held-out domain loss (baseline − D-CPT, bits/char) along each axis; "
+        "ratio: Δr from the fitted ratios; tokens: D_last / D_fit; size: N held out over "
+        "the largest fitted N"
+    ),
+)
+
+# %%
+for axis in committed.AXES:
+    for comparison, boundary in boundaries[axis].items():
+        best = int(np.argmax(boundary.mean))
+        glue(f"{axis}_{comparison}_best_point", boundary.points[best], display=False)
+        glue(
+            f"{axis}_{comparison}_best_delta", float(boundary.mean[best]), display=False
+        )
+        glue(f"{axis}_{comparison}_first_delta", float(boundary.mean[0]), display=False)
+
+# %% [markdown]
+# Read the figures from their first point, where the held-out runs lie inside or just beyond
+# the fitted range. Against the law-free predictor the law's advantage there is
+# {glue:text}`ratio_law_free_first_delta:+.4f` (ratio), {glue:text}`tokens_law_free_first_delta:+.4f`
+# (tokens) and {glue:text}`size_law_free_first_delta:+.4f` (size) bits/char; its largest mean
+# advantage along each axis is {glue:text}`ratio_law_free_best_delta:+.4f` at Δr =
+# {glue:text}`ratio_law_free_best_point:.3f`, {glue:text}`tokens_law_free_best_delta:+.4f` at a
+# factor {glue:text}`tokens_law_free_best_point:.2f` in D and {glue:text}`size_law_free_best_delta:+.4f`
+# at a factor {glue:text}`size_law_free_best_point:.2f` in N. The interaction term's advantage
+# (dashed) starts at {glue:text}`ratio_no_interaction_first_delta:+.4f`,
+# {glue:text}`tokens_no_interaction_first_delta:+.4f` and {glue:text}`size_no_interaction_first_delta:+.4f`
+# and peaks at {glue:text}`ratio_no_interaction_best_delta:+.4f`,
+# {glue:text}`tokens_no_interaction_best_delta:+.4f` and {glue:text}`size_no_interaction_best_delta:+.4f`.
+# The error bars are the spread over five grids: where a bar crosses zero, the sign is not
+# settled by five seeds.
 
 # %% [markdown]
 # ## Does the claim hold?
 #
 # Each claim is checked on the five book grids, paired by grid: the law against the strongest
 # alternative, on the same held-out points. A check passes only when the mean paired
-# difference clears an explicit margin *and* the law wins on enough of the five grids (four,
-# or three for the interaction term's extrapolation claim). Which alternative is the strongest
-# on each split, the tolerance $T$, and every margin and win rule were fixed on eight
-# calibration grids (seeds 1000 to 1007) that the book never shows, so that at least 95 % of
+# difference clears an explicit margin *and* the law wins on at least four of the five grids.
+# Which alternative is the strongest
+# on each split, the tolerance $T$, and every margin and win rule were fixed on twelve
+# calibration grids (seeds 1000 to 1011) that the book never shows, so that at least 95 % of
 # their five-grid windows pass with the law and fail when the law is fitted blind to the ratio
 # or the law without its interaction term is run under its name (`dcpt.FALSIFIERS`). The same
 # record decided which claims the toy can be expected to show: a claim that does not pass
@@ -479,11 +550,35 @@ glue(
 claims_table(outcomes)
 
 # %% [markdown]
-# The scorecard line for this chapter: {glue:text}`tally`.
+# The same claims on the five **confirmation grids** (seeds 3000 to 3004), with the margins and
+# win rules unchanged: no margin or choice was made after looking at them, and a claim that
+# fails there is reported, not retuned. Their metrics are committed with the book's; `python -m
+# toyscale reproduce dcpt --seeds 5 --strict --seed-start 3000` recomputes them.
+
+# %%
+confirmation = check_results(
+    dcpt.CLAIMS,
+    reference.confirmation,
+    dcpt.CONFIRMATION_GRID_SEEDS,
+    chapter="dcpt",
+)
+for o in confirmation:
+    glue(f"{o.claim.id}_confirmation_status", o.status, display=False)
+glue("confirmation_tally", tally(confirmation).line(), display=False)
+claims_table(confirmation)
+
+# %% [markdown]
+# The scorecard line for this chapter: {glue:text}`tally` (book grids);
+# {glue:text}`confirmation_tally` (confirmation grids).
 #
-# **What holds.** The r–D interaction term earns its place where the law extrapolates: on the
-# held-out largest model and on the later tokens, the law with $B r^\eta / D^\beta$ predicts
-# better than the same law with $B / D^\beta$ (status: {glue:text}`interaction_extrapolates_status`).
+# **Where the law should shine.** The r–D interaction term is meant to pay where the law
+# extrapolates: on the held-out largest model and on the later tokens, the law with
+# $B r^\eta / D^\beta$ should predict better than the same law with $B / D^\beta$. It does on
+# average, but by no more than the grid-to-grid noise (status:
+# {glue:text}`interaction_extrapolates_status` on the book grids,
+# {glue:text}`interaction_extrapolates_confirmation_status` on the confirmation grids). The calibration record shows it at the protocol's 95 % line on the
+# default config and far below on the fast one, so the book does not count it as reproduced:
+# read the confirmation table for its mean there and on how many of the five grids the law wins.
 # And one checkpoint beyond the fitted range, where there is nothing to extrapolate, the law
 # gains nothing over carrying the last checkpoint forward, as the control requires (status:
 # {glue:text}`no_extrapolation_no_gain_status`).
@@ -500,14 +595,21 @@ claims_table(outcomes)
 # the fitted range of $N$ and $D$ the slope is interpolated with or without it.
 #
 # **The decision.** The law's choice beats the trivial policies by far (always pure domain text
-# breaks the limit, always general text forgoes the domain), but it does not beat a grid
-# search on the second-largest model ({glue:text}`strongest_policy`), nor the largest ratio
-# that kept the limit in the cheap runs (status: {glue:text}`chosen_ratio_status`). The choice
+# breaks the limit, always general text forgoes the domain), but it does not beat the
+# law-free policies that read the smaller models' measured losses: the strongest of them on the
+# calibration grids is "{glue:text}`strongest_policy`", and the grid search on the
+# second-largest model is the other (status: {glue:text}`chosen_ratio_status`). The choice
 # turns on the general loss, which at high domain ratios *rises* with $D$ as the model forgets
 # (the general-loss figure above); every term of the law falls with $D$, so it predicts too
-# little forgetting and its ratio tends to overshoot the limit. The
-# small-model grid search measures the forgetting instead of predicting it, at a little more
-# compute. Each claim's reason in the table names its mechanism.
+# little forgetting and its ratio tends to overshoot the limit. The law-free policies measure
+# the forgetting instead of predicting it; the compute column of the decision table compares
+# what their runs cost with the law's. Each claim's reason in the table names its mechanism.
+#
+# **Where it holds.** The boundary figures say where along each axis the law's terms are
+# worth fitting: read the solid line (the law against the law-free predictor) and the dashed
+# one (the interaction term) from the fitted range outwards. The claims above sit at single
+# points of these axes: the held-out ratios at distance 0, the later tokens at a factor 2 in D,
+# the larger model one size out.
 
 # ## At full scale
 #
@@ -574,7 +676,7 @@ for name, cost in (
 # losses, not the ratios.
 # ```
 #
-# 3. **How far to extrapolate.** The boundary figure fits the first $k$ checkpoints. Compute
+# 3. **How far to extrapolate.** The tokens boundary fits the first $k$ checkpoints. Compute
 #    one point yourself, `dcpt.extrapolation_delta(dcpt.load_grid(s), k, dcpt.Config(), s)`,
 #    for $k = 2$ and $k = 7$ on seeds 0 to 4, and compare with the figure. Then do the same
 #    with the per-ratio Chinchilla laws in place of the D-CPT Law (fit `dcpt.fit_per_ratio` on

@@ -2,7 +2,7 @@
 predictors and the decision on hand-made grids, the committed grids (and slices of them rerun), bad
 input, the claims over the book's five independent grids, and the falsifiers under which they fail.
 
-The claims' margins were set on the calibration grids 1000–1007 (`dcpt/calibration/*.json`), apart
+The claims' margins were set on the calibration grids 1000–1011 (`dcpt/calibration/*.json`), apart
 from the book's seeds 0–4 checked here.
 """
 
@@ -224,6 +224,27 @@ def test_the_shifted_curve_adds_the_start_loss_gap_to_the_second_largest_model()
     np.testing.assert_allclose(dcpt.shifted_curve(grid, held), grid.L_domain[held])
 
 
+def test_size_interpolation_is_exact_on_a_loss_linear_in_log_n():
+    log_n = np.log(np.asarray(dcpt.GridConfig().n_params, dtype=float))
+    grid = _toy_grid(L_domain=lambda s, r, k: 6.0 - 0.3 * log_n[s] - r - k / 1000)
+    held = grid.size == 2
+    np.testing.assert_allclose(dcpt.size_interpolation(grid, 1, 3, held), grid.L_domain[held])
+    # beyond the fitted sizes the boundary's law-free predictor is the shifted curve
+    found = dcpt.size_extrapolation_delta(_toy_grid(), (0, 1, 2), 3, dcpt.Config.fast(), 0)
+    assert found["law_free_rmse"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_ratio_boundary_at_zero_is_the_held_out_ratio_split(default_result):
+    result = default_result
+    found = dcpt.ratio_extrapolation_delta(dcpt.load_grid(0), 0, dcpt.Config(), 0)
+    assert found["delta"] == pytest.approx(
+        result.metrics["law_free"]["rmse_ratio"] - result.metrics["dcpt"]["rmse_ratio"], abs=1e-9
+    )
+    assert found["interaction_delta"] == pytest.approx(
+        result.metrics["no_interaction"]["rmse_ratio"] - result.metrics["dcpt"]["rmse_ratio"], abs=1e-9
+    )
+
+
 def test_checkpoint_noise_recovers_the_noise_of_straight_curves():
     generator = np.random.default_rng(0)
     grid = _toy_grid(L_domain=lambda s, r, k: 3.0 - k / 1000 + generator.normal(0, 0.02, s.shape))
@@ -270,8 +291,10 @@ def test_every_committed_grid_has_every_run_and_shows_the_trade_off():
         last = np.equal(grid.N, grid.N.max()) & np.equal(grid.D, grid.D.max())
         order = np.argsort(grid.r[last])
         domain, general = grid.L_domain[last][order], grid.L_general[last][order]
-        # more domain text: lower domain loss, higher general loss (pure domain against pure general)
-        assert domain[-1] < domain[0] - 0.3 and general[-1] > general[0] + 0.1
+        # more domain text: lower domain loss, higher general loss (pure domain against pure general); how much
+        # lower varies with the grid's corpus split (about a tenth of a bit on calibration grid 1011, half a bit
+        # on most)
+        assert domain[-1] < domain[0] - 0.05 and general[-1] > general[0] + 0.1
         # bigger models are better at the start, up to the spread of 1,000 pretraining steps (on one
         # calibration grid the largest general model ends a little behind the second-largest)
         start = grid.start_L_general[np.argsort(grid.start_N)]
@@ -281,9 +304,10 @@ def test_every_committed_grid_has_every_run_and_shows_the_trade_off():
     assert len(set(starts)) == len(starts)
 
 
-@pytest.mark.parametrize("size_index, ratio_index", [(0, 4), (2, 8)])  # a small and a larger model
-def test_a_slice_of_the_grid_reruns_to_the_committed_numbers(size_index, ratio_index):
-    config, seed = dcpt.GridConfig(), 0
+# a small and a larger model of a book grid, and a small one of a confirmation grid
+@pytest.mark.parametrize("seed, size_index, ratio_index", [(0, 0, 4), (0, 2, 8), (3000, 0, 8)])
+def test_a_slice_of_the_grid_reruns_to_the_committed_numbers(seed, size_index, ratio_index):
+    config = dcpt.GridConfig()
     corpus = dcpt.grid_corpus(config, seed)
     model = dcpt.pretrain(config, config.sizes[size_index], corpus, seed)
     steps = config.eval_every * (2 if size_index == 0 else 1)
@@ -360,6 +384,10 @@ def test_bad_input_raises_clear_errors_and_writes_nothing(tmp_path):
         dcpt.extrapolation_delta(_toy_grid(), 8, dcpt.Config.fast(), 0)
     with pytest.raises(ValueError, match="split"):
         experiment.law_free("nope", _toy_grid(), np.ones(1, bool))
+    with pytest.raises(ValueError, match="steps_out"):
+        dcpt.ratio_extrapolation_delta(_toy_grid(), 7, dcpt.Config.fast(), 0)
+    with pytest.raises(ValueError, match="fitted sizes"):
+        dcpt.size_extrapolation_delta(_toy_grid(), (1, 2), 2, dcpt.Config.fast(), 0)
 
 
 def test_a_failed_rebuild_writes_no_file(tmp_path, monkeypatch):
@@ -377,18 +405,19 @@ def test_a_failed_rebuild_writes_no_file(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def fast_results():
-    return [dcpt.run(dcpt.Config.fast(), seed=s) for s in BOOK_SEEDS]
+def default_results():
+    # the claims are calibrated on the default config (claims.py); computed once per test session
+    return [dcpt.run(dcpt.Config(), seed=s) for s in BOOK_SEEDS]
 
 
 @pytest.fixture(scope="module")
-def default_result():
-    return dcpt.run(dcpt.Config(), seed=0)
+def default_result(default_results):
+    return default_results[0]
 
 
-def test_run_is_deterministic_and_fills_every_metric(fast_results):
-    result = fast_results[0]
-    again, _, _ = dcpt.decision(dcpt.load_grid(0), dcpt.Config.fast(), seed=0)
+def test_run_is_deterministic_and_fills_every_metric(default_results):
+    result = default_results[0]
+    again, _, _ = dcpt.decision(dcpt.load_grid(0), dcpt.Config(), seed=0)
     assert again == result.metrics["decision"]
     for arm in dcpt.ARMS:
         assert set(result.metrics[arm]) >= {f"{m}_{s}" for s in dcpt.SPLITS for m in ("rmse", "r2")}
@@ -396,19 +425,19 @@ def test_run_is_deterministic_and_fills_every_metric(fast_results):
     assert result.metrics["decision"]["law_ratio"] in dcpt.RATIOS
     assert 0 < result.metrics["grid"]["checkpoint_noise"] < 0.1
     # independent grids: no two seeds share a decision
-    assert len({tuple(r.metrics["decision"].values()) for r in fast_results}) == len(fast_results)
+    assert len({tuple(r.metrics["decision"].values()) for r in default_results}) == len(default_results)
 
 
-def test_the_claims_hold_over_the_book_seeds(fast_results):
-    outcomes = check_results(dcpt.CLAIMS, fast_results, seeds=BOOK_SEEDS, chapter="dcpt")
+def test_the_claims_hold_over_the_book_seeds(default_results):
+    outcomes = check_results(dcpt.CLAIMS, default_results, seeds=BOOK_SEEDS, chapter="dcpt")
     assert not unmet(outcomes), unmet(outcomes)
 
 
-def test_trivial_decisions_fail_the_decision_claim(fast_results):
+def test_trivial_decisions_fail_the_decision_claim(default_results):
     claim = next(c for c in dcpt.CLAIMS if c.id == "chosen_ratio")
     for policy in ("always_domain", "always_general"):
         broken = []
-        for r in fast_results:
+        for r in default_results:
             d = r.metrics["decision"]
             decision = dict(d, **{f"law_{k}": d[f"{policy}_{k}"] for k in ("ratio", "regret", "excess", "loss")})
             broken.append(dataclasses.replace(r, metrics={**r.metrics, "decision": decision}))
@@ -428,18 +457,35 @@ def test_every_expected_effect_has_both_falsifiers():
             assert len(kinds) == 2, f"{claim.id} lacks a falsifier: has {kinds}"
 
 
-def test_the_committed_results_match_a_rerun_and_hold_the_claims(default_result):
+def test_the_committed_results_match_a_rerun_and_hold_the_claims(default_results):
     reference = committed.reference()
     assert [r.seed for r in reference.results] == list(BOOK_SEEDS)
     assert not unmet(check_results(dcpt.CLAIMS, reference.results, BOOK_SEEDS, "dcpt"))
-    stored = reference.results[0].metrics
-    for table, values in default_result.metrics.items():
-        for metric, value in values.items():
-            assert value == pytest.approx(stored[table][metric], abs=1e-6), (table, metric)
-    # one point of the boundary, rerun
-    point = reference.boundary.points.index(2.0)
-    rerun = dcpt.extrapolation_delta(dcpt.load_grid(0), 4, dcpt.Config(), 0)["delta"]
-    assert rerun == pytest.approx(reference.boundary.deltas[point, 0], abs=1e-6)
+    for rerun, stored in zip(default_results, reference.results, strict=True):
+        for table, values in rerun.metrics.items():
+            for metric, value in values.items():
+                assert value == pytest.approx(stored.metrics[table][metric], abs=1e-6), (rerun.seed, table, metric)
+    # the confirmation grids' results: one seed's decision, rerun
+    assert [r.seed for r in reference.confirmation] == list(dcpt.CONFIRMATION_GRID_SEEDS)
+    again, _, _ = dcpt.decision(dcpt.load_grid(3000), dcpt.Config(), seed=3000)
+    for metric, value in again.items():
+        assert value == pytest.approx(reference.confirmation[0].metrics["decision"][metric], abs=1e-6), metric
+    # one point of every axis's boundaries, rerun on seed 0
+    grid, config = dcpt.load_grid(0), dcpt.Config()
+    reruns = {
+        ("ratio", 0.25): dcpt.ratio_extrapolation_delta(grid, 2, config, 0),
+        ("tokens", 2.0): dcpt.extrapolation_delta(grid, 4, config, 0, interaction=True),
+        ("size", config.grid.n_params[3] / config.grid.n_params[2]): dcpt.size_extrapolation_delta(
+            grid, (0, 1, 2), 3, config, 0
+        ),
+    }
+    for (axis, point), rerun in reruns.items():
+        for comparison, (key, _) in experiment.BOUNDARY_DELTAS.items():
+            boundary = reference.boundaries[axis][comparison]
+            assert boundary.seeds == tuple(BOOK_SEEDS)
+            index = int(np.argmin(np.abs(np.asarray(boundary.points) - point)))
+            assert boundary.points[index] == pytest.approx(point)
+            assert rerun[key] == pytest.approx(boundary.deltas[index, 0], abs=1e-6), (axis, comparison)
 
 
 def test_figures_are_plotly_figures_with_a_finding_in_the_title(default_result):
@@ -449,8 +495,10 @@ def test_figures_are_plotly_figures_with_a_finding_in_the_title(default_result):
         dcpt.fig_curves(default_result, "general"),
         dcpt.fig_held_out(default_result),
         dcpt.fig_choice(default_result),
-        dcpt.fig_extrapolation(reference.boundary),
+        *(dcpt.fig_boundary_axis(reference.boundaries[axis], axis) for axis in committed.AXES),
     ):
         assert isinstance(fig, go.Figure) and len(fig.data) >= 2 and fig.layout.title.text
     with pytest.raises(ValueError, match="loss"):
         dcpt.fig_curves(default_result, "both")
+    with pytest.raises(ValueError, match="axis"):
+        dcpt.fig_boundary_axis(reference.boundaries["size"], "width")

@@ -39,14 +39,19 @@ per-ratio Chinchilla fits interpolated between ratios) and law-free predictors t
 neighbours (interpolation in r, the second-largest model's curve shifted, carry-forward); and the
 first use of the law, choosing the ratio for the largest model from runs of the smaller ones,
 scored by the domain loss it forgoes plus the general loss by which it breaks the limit, against
-a grid search on a smaller model and trivial policies.
+a grid search on a smaller model, the cheap runs' largest feasible ratio and trivial policies.
 
 **What the toy finds.** The interaction term pays where the law extrapolates, to the larger
 model and to later D. But the law is not the best predictor on any held-out split: neighbour
 interpolation wins at unseen ratios and per-ratio laws on the larger model and later D; and its
-choice of ratio, which beats the trivial policies, loses to the grid search on the second-largest
-model, because the general loss rises with D as the model forgets and no term of the law can
-follow that. The chapter's claims table has the numbers.
+choice of ratio, which beats the trivial policies, loses to the law-free policies that read the
+smaller models' measured losses (the cheap runs' largest feasible ratio, a grid search on the
+second-largest model), because the general loss rises with D as the model forgets and no term
+of the law can follow that. Boundary sweeps move the held-out runs away from the fitted range in
+r, D and N: in r and D the law's edge over reading the measurements grows with the distance
+until the fit has too few points to pin its terms; in N it is small inside the fitted sizes and
+unsettled beyond them over five grids. The chapter's claims table and boundary figures have the
+numbers.
 
 **What it drops.** Scale (characters, not tokens; 10⁵ parameters, not 10⁹; 10⁵ CPT tokens, not
 10¹⁰), downstream benchmarks, the six domains (one here), and the Cross-Domain law. The grid takes
@@ -75,14 +80,18 @@ from toyscale.llm.dcpt.experiment import (
     decision,
     extrapolation_delta,
     neighbour_interpolation,
+    ratio_extrapolation_delta,
     rmse,
     run,
     shifted_curve,
+    size_extrapolation_delta,
+    size_interpolation,
     split_masks,
 )
-from toyscale.llm.dcpt.figures import fig_choice, fig_curves, fig_extrapolation, fig_held_out
+from toyscale.llm.dcpt.figures import fig_boundary_axis, fig_choice, fig_curves, fig_held_out
 from toyscale.llm.dcpt.grid import (
     COMMITTED_SEEDS,
+    CONFIRMATION_GRID_SEEDS,
     RATIOS,
     Grid,
     GridConfig,
@@ -116,6 +125,7 @@ __all__ = [
     "ARM_LABELS",
     "CLAIMS",
     "COMMITTED_SEEDS",
+    "CONFIRMATION_GRID_SEEDS",
     "FALSIFIERS",
     "FORMS",
     "LAW_FREE_LABELS",
@@ -141,9 +151,9 @@ __all__ = [
     "decision",
     "domain_windows",
     "extrapolation_delta",
+    "fig_boundary_axis",
     "fig_choice",
     "fig_curves",
-    "fig_extrapolation",
     "fig_held_out",
     "fit_law",
     "fit_per_ratio",
@@ -157,8 +167,11 @@ __all__ = [
     "predict",
     "pretrain",
     "r_squared",
+    "ratio_extrapolation_delta",
     "rmse",
     "run",
     "shifted_curve",
+    "size_extrapolation_delta",
+    "size_interpolation",
     "split_masks",
 ]

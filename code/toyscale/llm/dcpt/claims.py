@@ -17,30 +17,38 @@ from toyscale.core import BASELINE_IN_PLACE, MECHANISM_OFF, Claim, Falsifier, Ve
 
 from .experiment import ARM_LABELS, BASELINE_POLICIES, LAW_FREE_LABELS, POLICY_LABELS, SPLIT_NAMES, Result
 
-# Choices and margins from `python -m toyscale calibrate dcpt --seeds 8` on calibration grids 1000–1007 (eight,
-# not twenty: a grid is minutes of CPU on a shared machine), default config and --fast (the records:
-# calibration/default.json and fast.json beside this module). "q05" / "q95": the 5th / 95th percentile of the
-# means over the 56 five-seed windows of those seeds; Δ > 0 means the D-CPT Law is better.
+# Choices and margins from `python -m toyscale calibrate dcpt --seeds 12` on calibration grids 1000–1011 (twelve,
+# not twenty: a grid is 1–2 minutes of CPU to build on a shared machine), default config (the record:
+# calibration/default.json beside this module; --fast in fast.json). "q05" / "q95": the 5th / 95th percentile of
+# the means over all 792 five-seed windows of those seeds; Δ > 0 means the D-CPT Law is better. The claims are
+# checked on the default config (the book, `reproduce` and the tests); the fast config, whose fits refine one
+# start, is too noisy for the extrapolation claim (53 % of fast windows pass), so the tests use it only for the
+# falsifiers, which fail on every fast window.
 # The strongest baseline of each split: the lowest mean held-out RMSE on the calibration grids (default and fast
 # agree): neighbour interpolation on the ratios, per-ratio Chinchilla laws on the larger model and on later D.
 STRONGEST = {"ratio": "law_free", "model": "per_ratio", "late": "per_ratio"}
-# The strongest law-free policy: the lowest mean decision loss on the calibration grids (cheap_largest next).
-STRONGEST_POLICY = "small_grid"
-# Every RMSE margin is 0.001 bits/char, a tenth of the smallest calibration grid's checkpoint noise. Against the
-# strongest the law's Δ q95 is −0.0041 default / −0.0054 fast on the ratios, −0.0036 / −0.0006 on the larger
-# model and −0.0009 / +0.0005 on later D: 1 of 56 fast windows clears the margin there (3 with a margin of 0).
+# The strongest law-free policy: the lowest mean decision loss on the calibration grids (small_grid next).
+STRONGEST_POLICY = "cheap_largest"
+# Every RMSE margin is 0.001 bits/char, a tenth of the smallest calibration grid's checkpoint noise (0.0102).
+# Against the strongest the law's Δ q95 is −0.0039 on the ratios, +0.0039 on the larger model and +0.0005 on later
+# D: 1.0 % and 0.8 % of the 792 windows clear the margin there (fast: 12 % and 8 %), none on the ratios.
 RMSE_MARGIN = 0.001
-# Its interaction term at held-out ratios: Δ (no interaction − D-CPT) q95 −0.0014 / −0.0028.
+# Its interaction term at held-out ratios: Δ (no interaction − D-CPT) q95 −0.0005 (fast −0.0004): no window passes.
 INTERACTION_MARGIN = 0.001
-# Where the interaction term pays, extrapolating in N and D: Δ q05 +0.0016 / +0.0017 (larger model) and
-# +0.0033 / +0.0020 (later D); its falsifiers give exactly 0 (no interaction under the law's name) or far below.
-EXTRAPOLATION_MARGIN = 0.001
-# wins on 3 of 5 grids: with --fast the later-D Δ is positive on 6 of the 8 calibration grids (8 of 8 default)
-EXTRAPOLATION_WINS = 0.6
-# Decision losses, the same 0.001 bits/char: against the grid search on the second-largest model the law wins on
-# 1 of 8 grids (q95 of Δ +0.0025 / +0.0005); against the trivial policies q05 +0.22 / +0.22 and more.
+# Where the interaction term pays, extrapolating in N and D: Δ q05 +0.00054 (larger model) and +0.0031 (later D);
+# its falsifiers' q95 are exactly 0 (no interaction under the law's name) and −0.065 (blind to r). A margin between
+# them, 0.0003, with the default 4-of-5 win rule passes 97.3 % of windows (0.0005: 95.1 %; 0.001: 88 %) and fails
+# every falsifier window.
+EXTRAPOLATION_MARGIN = 0.0003
+# Not expected: 97.3 % of default windows is barely over the 95 % line, the fast record passes 53 %, and on the
+# first fresh window, the confirmation grids 3000–3004 (checked once, after every choice here was final), the
+# later-D part wins on 3 of 5 grids only. The margin and rule are not retuned; the claim is reported as too close
+# to the grid-to-grid noise to count.
+# Decision losses, the same 0.001 bits/char: against the cheap runs' largest feasible ratio the law's Δ q95 is
+# +0.0016 and against the grid search on the second-largest model +0.0068 (no window passes both); against the
+# trivial policies q05 +0.22 and more.
 DECISION_MARGIN = 0.001
-# The control: one checkpoint out the law must not beat carry-forward at all (window means q95 −0.0089 / −0.0090).
+# The control: one checkpoint out the law must not beat carry-forward at all (window means q95 −0.0093; fast −0.0094).
 CONTROL_BAND = 0.0
 
 
@@ -88,7 +96,6 @@ def _check_extrapolation(results: Sequence[Result]) -> Verdict:
                 _values(results, "no_interaction", f"rmse_{split}"),
                 margin=EXTRAPOLATION_MARGIN,
                 higher_is_better=False,
-                min_win_fraction=EXTRAPOLATION_WINS,
                 name=f"Δ RMSE (no interaction − D-CPT), {SPLIT_NAMES[split]}, bits/char",
             )
             for split in ("model", "late")
@@ -188,6 +195,13 @@ CLAIMS = [
             "the same law with B/D^β, paired by grid"
         ),
         check=_check_extrapolation,
+        expected=False,
+        reason=(
+            "the interaction term's gain beyond the fitted range is positive on average but no larger than the "
+            "grid-to-grid noise of the fitted laws: a five-grid window loses it on the win count about as often as "
+            "the protocol tolerates on the default config, far more often on the fast one, and did so on the first "
+            "fresh window"
+        ),
     ),
     Claim(
         id="chosen_ratio",
@@ -205,8 +219,9 @@ CLAIMS = [
         reason=(
             "the choice turns on the general loss, which at high domain ratios rises with D as the model forgets, "
             "a shape the law's terms, all falling in D, cannot follow: the law's ratio overshoots the limit on most "
-            "grids, while a grid search on the second-largest model measures that loss instead of predicting it; "
-            "it does beat the trivial policies by far"
+            "calibration grids, while the law-free policies that read the smaller models' measured losses (the "
+            "largest ratio feasible in the cheap runs, a grid search on the second-largest model) measure that "
+            "loss instead of predicting it; it does beat the trivial policies by far"
         ),
     ),
     Claim(
@@ -221,23 +236,24 @@ CLAIMS = [
     ),
 ]
 
-_EXPECTED_EFFECTS = tuple(c.id for c in CLAIMS if c.kind == "effect" and c.expected)
-_READ = ("dcpt", "no_interaction")  # the arms the expected effect reads
+# The effect the falsifiers break: not expected, but measured, so its falsifiers still show what it rests on.
+_FALSIFIED = ("interaction_extrapolates",)
+_READ = ("dcpt", "no_interaction")  # the arms it reads
 _SPLITS = ("model", "late")  # and its splits
 
-# What must make each expected effect fail (CLAIMS.md §5). Each change skips what its claims do not read.
+# What must make the effect fail (CLAIMS.md §5). Each change skips what its claims do not read.
 FALSIFIERS = [
     Falsifier(
         "law_blind_to_r",
         MECHANISM_OFF,
-        _EXPECTED_EFFECTS,
+        _FALSIFIED,
         lambda c: replace(c, method="r_blind", general_fits=False, control=False, arms=_READ, splits=_SPLITS),
         "the D-CPT arm fits E + A/N^α + B/D^β to every ratio's points at once: the law without its ratio terms",
     ),
     Falsifier(
         "no_interaction_as_law",
         BASELINE_IN_PLACE,
-        _EXPECTED_EFFECTS,
+        _FALSIFIED,
         lambda c: replace(c, method="no_interaction", general_fits=False, control=False, arms=_READ, splits=_SPLITS),
         "the effect's baseline, the law without its interaction term, rerun under the law's name",
     ),

@@ -21,6 +21,13 @@ feasible in the cheap runs, always pure domain text. Each choice is scored on th
 **decision loss**: the domain loss it forgoes against the best feasible ratio plus the general
 loss it exceeds the limit by, both in bits per character.
 
+The **boundaries** (CLAIMS.md §7) move the held-out runs away from the fitted range along one
+axis at a time: in r (`ratio_extrapolation_delta`: inside the fitted ratios, then the r = 1 runs
+fitted on ever fewer ratios), in D (`extrapolation_delta`: each run's last checkpoint fitted on
+ever fewer first checkpoints) and in N (`size_extrapolation_delta`: a size inside the fitted
+ones, then the largest fitted on ever fewer smaller ones), each scoring the law against the
+axis's law-free predictor and against the law without its interaction term.
+
 The test split of every question is the held-out points (or, for the decision, the largest
 model's runs); every choice (the strongest baseline, T, the margins) was made on the
 calibration grids, seeds 1000 and up (see `claims`).
@@ -231,12 +238,11 @@ def carry_forward(grid: Grid, fitted: np.ndarray, held_out: np.ndarray, loss: st
     return out
 
 
-def shifted_curve(grid: Grid, held_out: np.ndarray, loss: str = "domain") -> np.ndarray:
-    """At each held-out point of the largest model: the second-largest model's measured loss at the same D and r,
-    shifted by the gap between the two models' losses before continual pre-training (known: the general models
-    exist before any CPT run)."""
-    sizes = np.unique(grid.N)
-    second = sizes[-2]
+def shifted_curve(grid: Grid, held_out: np.ndarray, loss: str = "domain", source: float | None = None) -> np.ndarray:
+    """At each held-out point: the measured loss of the model of size `source` (default the second-largest) at
+    the same D and r, shifted by the gap between the two models' losses before continual pre-training (known:
+    the general models exist before any CPT run)."""
+    second = float(np.unique(grid.N)[-2]) if source is None else float(source)
     start = dict(zip(grid.start_N.tolist(), getattr(grid, f"start_L_{loss}").tolist(), strict=True))
     L = getattr(grid, f"L_{loss}")
     out = np.empty(int(held_out.sum()))
@@ -307,43 +313,175 @@ def predictions(split: str, grid: Grid, held_out: np.ndarray, config: Config, se
     return {"points": test, "predicted": out, "laws": laws}
 
 
-def extrapolation_delta(grid: Grid, checkpoints: int, config: Config, seed: int) -> dict[str, float]:
+def extrapolation_delta(
+    grid: Grid, checkpoints: int, config: Config, seed: int, *, interaction: bool = False
+) -> dict[str, float]:
     """Fit on each run's first `checkpoints` checkpoints, predict its last: RMSE of carry-forward and of the law.
 
     The boundary of the "late" question: the law's D-term is only needed when the held-out point
     lies beyond the fitted range, and carrying the last fitted checkpoint forward is what a
-    practitioner does without it.
+    practitioner does without it. One checkpoint short of the last is the negative control.
     """
     last = int(grid.step.max())
     step = grid.config.eval_every
     if not 1 < checkpoints < last // step:
         raise ValueError(f"checkpoints must lie in [2, {last // step - 1}], got {checkpoints!r}")
-    fitted = grid.step <= checkpoints * step
-    held_out = np.equal(grid.step, last)
-    test = _points(grid, held_out, "domain")
-    law = fit_arm(_law_form(config), _points(grid, fitted, "domain"), config, seed)
-    law_rmse = rmse(test["L"], law.predict(test["N"], test["D"], test["r"]))
-    carried = rmse(test["L"], carry_forward(grid, fitted, held_out))
-    return {"dcpt_rmse": law_rmse, "carry_forward_rmse": carried, "delta": carried - law_rmse}
+    fitted, held_out = grid.step <= checkpoints * step, np.equal(grid.step, last)
+    return _scored(grid, fitted, held_out, carry_forward(grid, fitted, held_out), config, seed, interaction)
 
 
-def extrapolation_boundary(config: Config, checkpoints: Sequence[int], seeds: Sequence[int]) -> Boundary:
-    """Where the law's edge over carry-forward lives: Δ RMSE across how far in D it extrapolates (CLAIMS.md §7).
+def ratio_extrapolation_delta(grid: Grid, steps_out: int, config: Config, seed: int) -> dict[str, float]:
+    """How far in r the held-out runs lie from the fitted ratios: RMSE of the law and of neighbour interpolation.
 
-    Point k fits every run's first k checkpoints and predicts its last; the swept property is the
-    extrapolation factor D_last / D_k. One checkpoint short of the last there is nothing to
-    extrapolate (the negative control, `extrapolation_delta` in `run`).
+    `steps_out` = 0 is the "ratio" split (held-out interior ratios, each between two fitted ones);
+    `steps_out` = k > 0 fits the ratios up to the k-th below r = 1 (every size, every checkpoint)
+    and predicts the r = 1 runs, k grid steps of r beyond the fitted range, where neighbour
+    interpolation reads the nearest fitted ratio.
     """
+    ratios = sorted(grid.config.ratios)
+    if not isinstance(steps_out, int) or not 0 <= steps_out <= len(ratios) - 3:
+        raise ValueError(f"steps_out must be an int in [0, {len(ratios) - 3}] (3 ratios fitted), got {steps_out!r}")
+    if steps_out == 0:
+        held_out = np.isin(grid.r, held_out_ratio_draw(ratios, config.held_out_ratios, seed))
+        fitted = ~held_out
+    else:
+        held_out = np.equal(grid.r, ratios[-1])
+        fitted = np.less_equal(grid.r, ratios[-1 - steps_out])
+    return _scored(grid, fitted, held_out, neighbour_interpolation(grid, fitted, held_out), config, seed)
+
+
+#: The size sweep's fits: (fitted size indices, held-out size index); the first holds out a size inside the range.
+SIZE_FITS = (((0, 1, 3), 2), ((0, 1, 2), 3), ((0, 1), 3))
+
+
+def size_extrapolation_delta(
+    grid: Grid, fitted_sizes: Sequence[int], held_size: int, config: Config, seed: int
+) -> dict[str, float]:
+    """How far in N the held-out model lies from the fitted sizes: RMSE of the law and of a law-free predictor.
+
+    Fit on every run of `fitted_sizes`, predict every run of `held_size`. The law-free predictor
+    interpolates the neighbouring fitted sizes in log N when the held-out size lies between two of
+    them; beyond the largest, it shifts the largest fitted size's curve by their start-loss gap.
+    """
+    below = [s for s in fitted_sizes if s < held_size]
+    if held_size in fitted_sizes or len(set(fitted_sizes)) < 2 or not below:
+        raise ValueError(f"need 2+ fitted sizes, one below the held-out size {held_size}, got {fitted_sizes}")
+    fitted, held_out = np.isin(grid.size, np.asarray(fitted_sizes)), np.equal(grid.size, held_size)
+    above = [s for s in fitted_sizes if s > held_size]
+    if above:
+        predicted = size_interpolation(grid, max(below), min(above), held_out)
+    else:
+        predicted = shifted_curve(grid, held_out, source=float(grid.N[np.equal(grid.size, max(below))][0]))
+    return _scored(grid, fitted, held_out, predicted, config, seed)
+
+
+def size_interpolation(grid: Grid, low: int, high: int, held_out: np.ndarray) -> np.ndarray:
+    """At each held-out point: the measured domain losses of sizes `low` and `high` at the same D and r,
+    interpolated linearly in log N (the law-free predictor of a size inside the fitted range)."""
+    log_n = {s: float(np.log(grid.N[np.equal(grid.size, s)][0])) for s in (low, high)}
+    out = np.empty(int(held_out.sum()))
+    for i, j in enumerate(np.flatnonzero(held_out)):
+        ends = []
+        for s in (low, high):
+            same = np.equal(grid.size, s) & np.equal(grid.r, grid.r[j]) & np.equal(grid.step, grid.step[j])
+            ends.append(float(grid.L_domain[same][0]))
+        weight = (np.log(grid.N[j]) - log_n[low]) / (log_n[high] - log_n[low])
+        out[i] = ends[0] + weight * (ends[1] - ends[0])
+    return out
+
+
+def _scored(
+    grid: Grid,
+    fitted: np.ndarray,
+    held_out: np.ndarray,
+    law_free_predicted: np.ndarray,
+    config: Config,
+    seed: int,
+    interaction: bool = True,
+) -> dict[str, float]:
+    """The law fitted on `fitted` against a law-free prediction of the `held_out` domain loss (RMSE, bits/char).
+
+    `delta` = law-free − D-CPT; with `interaction`, also the law without its interaction term fitted on the same
+    points, `interaction_delta` = no interaction − D-CPT (positive: the law is better).
+    """
+    fit_points, test = _points(grid, fitted, "domain"), _points(grid, held_out, "domain")
+    law = fit_arm(_law_form(config), fit_points, config, seed)
+    law_rmse = rmse(test["L"], law.predict(test["N"], test["D"], test["r"]))
+    free = rmse(test["L"], law_free_predicted)
+    out = {"dcpt_rmse": law_rmse, "law_free_rmse": free, "delta": free - law_rmse}
+    if interaction:
+        plain = fit_arm("no_interaction", fit_points, config, seed)
+        out["no_interaction_rmse"] = rmse(test["L"], plain.predict(test["N"], test["D"], test["r"]))
+        out["interaction_delta"] = out["no_interaction_rmse"] - law_rmse
+    return out
+
+
+#: What each boundary compares the law with: the law-free predictor, and the law without its interaction term.
+BOUNDARY_DELTAS = {
+    "law_free": ("delta", "Δ RMSE (law-free − D-CPT), bits/char"),
+    "no_interaction": ("interaction_delta", "Δ RMSE (no interaction − D-CPT), bits/char"),
+}
+
+
+def _axis_sweep(deltas, points: Sequence[float], seeds: Sequence[int], parameter: str) -> dict[str, Boundary]:
+    """Both boundaries of one axis from one set of fits: `deltas(point, seed)` returns `_scored`'s dict."""
+    found: dict[tuple[float, int], dict[str, float]] = {}
+
+    def read(key: str):
+        def delta(point: float, seed: int) -> float:
+            if (point, seed) not in found:
+                found[point, seed] = deltas(point, seed)
+            return found[point, seed][key]
+
+        return delta
+
+    return {
+        name: sweep(read(key), points, seeds, parameter=parameter, delta_name=label)
+        for name, (key, label) in BOUNDARY_DELTAS.items()
+    }
+
+
+def ratio_boundary(config: Config, steps_out: Sequence[int], seeds: Sequence[int]) -> dict[str, Boundary]:
+    """The boundaries in r against the held-out ratio's distance Δr from the fitted ratios (0: inside, between
+    two fitted ones): the law against neighbour interpolation, and against the law without its interaction."""
+    step = 1.0 / (len(config.grid.ratios) - 1)
+    grids = {seed: load_grid(seed, config.grid) for seed in seeds}
+    by_distance = {k * step: k for k in steps_out}
+    return _axis_sweep(
+        lambda distance, seed: ratio_extrapolation_delta(grids[seed], by_distance[distance], config, seed),
+        list(by_distance),
+        seeds,
+        "distance Δr of the held-out ratio from the fitted ratios",
+    )
+
+
+def size_boundary(config: Config, seeds: Sequence[int], fits: Sequence = SIZE_FITS) -> dict[str, Boundary]:
+    """The boundaries in N against N of the held-out model over the largest fitted N (below 1: inside the fitted
+    sizes): the law against the law-free predictor, and against the law without its interaction."""
+    grids = {seed: load_grid(seed, config.grid) for seed in seeds}
+    n_params = config.grid.n_params
+    by_factor = {n_params[held] / max(n_params[s] for s in fitted): (fitted, held) for fitted, held in fits}
+    return _axis_sweep(
+        lambda factor, seed: size_extrapolation_delta(grids[seed], *by_factor[factor], config, seed),
+        list(by_factor),
+        seeds,
+        "N of the held-out model over the largest fitted N",
+    )
+
+
+def extrapolation_boundary(config: Config, checkpoints: Sequence[int], seeds: Sequence[int]) -> dict[str, Boundary]:
+    """The boundaries in D against the extrapolation factor D_last / D_k (point k fits every run's first k
+    checkpoints and predicts its last): the law against carry-forward, and against the law without its
+    interaction. One checkpoint short of the last there is nothing to extrapolate (the negative control,
+    `extrapolation_delta` in `run`)."""
     n = config.grid.cpt_steps // config.grid.eval_every
     grids = {seed: load_grid(seed, config.grid) for seed in seeds}
-    factors = [n / k for k in checkpoints]
-    by_factor = dict(zip(factors, checkpoints, strict=True))
-    return sweep(
-        lambda factor, seed: extrapolation_delta(grids[seed], by_factor[factor], config, seed)["delta"],
-        factors,
+    by_factor = {n / k: k for k in checkpoints}
+    return _axis_sweep(
+        lambda factor, seed: extrapolation_delta(grids[seed], by_factor[factor], config, seed, interaction=True),
+        list(by_factor),
         seeds,
-        parameter="extrapolation factor D_last / D_fit",
-        delta_name="Δ RMSE (carry-forward − D-CPT), bits/char",
+        "extrapolation factor D_last / D_fit",
     )
 
 

@@ -1,4 +1,4 @@
-"""D-CPT's figures: the largest model's curves with the law, held-out predictions, the decision, the boundary."""
+"""D-CPT's figures: the largest model's curves with the law, held-out predictions, the decision, the boundaries."""
 
 from __future__ import annotations
 
@@ -150,13 +150,47 @@ def fig_choice(result: Result) -> go.Figure:
     return fig
 
 
-def fig_extrapolation(boundary: Boundary, margin: float | None = None) -> go.Figure:
-    """The boundary (CLAIMS.md §7): the law's RMSE advantage over carry-forward against how far it extrapolates."""
-    fig = fig_boundary(
-        boundary,
-        "The law only pays where it extrapolates: its edge over carrying the last checkpoint forward grows with D",
-        margin=margin,
-        x_title="extrapolation in D: the predicted checkpoint's D over the largest fitted D (log scale)",
+#: Per swept axis: the figure's title and its x axis (log-scaled for N and D).
+AXIS_TITLES = {
+    "ratio": (
+        "Held-out ratios further from the fitted ones: the law against reading the nearest measured ratios",
+        "distance Δr of the held-out ratio from the fitted ratios (0: between two fitted ratios)",
+        False,
+    ),
+    "tokens": (
+        "Later checkpoints further from the fitted ones: the law against carrying the last checkpoint forward",
+        "extrapolation in D: the predicted checkpoint's D over the largest fitted D (log scale)",
+        True,
+    ),
+    "size": (
+        "A held-out model further from the fitted sizes: the law against the neighbouring sizes' measurements",
+        "N of the held-out model over the largest fitted N (log scale; below 1: inside the fitted sizes)",
+        True,
+    ),
+}
+
+
+def fig_boundary_axis(boundaries: dict[str, Boundary], axis: str) -> go.Figure:
+    """The boundary along one axis (CLAIMS.md §7): the law's RMSE advantage, mean ± sd over seeds, against the
+    law-free predictor and against the law without its interaction term, as the held-out runs move away."""
+    if axis not in AXIS_TITLES:
+        raise ValueError(f"axis must be one of {sorted(AXIS_TITLES)}, got {axis!r}")
+    title, x_title, log = AXIS_TITLES[axis]
+    law_free, plain = boundaries["law_free"], boundaries["no_interaction"]
+    fig = fig_boundary(law_free, title, x_title=x_title)
+    fig.update_yaxes(title_text="Δ RMSE of the held-out domain loss (baseline − D-CPT), bits/char")
+    fig.add_trace(
+        go.Scatter(
+            x=list(plain.points),
+            y=plain.mean.tolist(),
+            error_y=dict(type="data", array=plain.sd.tolist(), visible=True),
+            mode="lines+markers",
+            name=f"{plain.delta_name}, mean ± sd over {len(plain.seeds)} seeds",
+            line=dict(color=plot.BASELINE_COLORS[0], dash="dash"),
+            customdata=[f"{w}/{len(plain.seeds)}" for w in plain.wins],
+            hovertemplate="%{x}: %{y:+.4f} (wins %{customdata})<extra></extra>",
+        )
     )
-    fig.update_xaxes(type="log")
+    if log:
+        fig.update_xaxes(type="log")
     return fig
