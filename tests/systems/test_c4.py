@@ -428,6 +428,8 @@ def test_figures_build(fast_results):
     result = fast_results[0]
     figures = [c4.fig_timeline(result), c4.fig_downtime(result), c4.fig_step_times(result)]
     figures += [c4.fig_latency_matrix(result, kind) for kind in ("slow_nic", "slow_ingress", "slow_link", "healthy")]
+    named = {k: np.ones((2, 3, 4)) for k in results.DETECTORS}
+    figures.append(c4.fig_detection((2.0, 40.0), named, {k: np.zeros((2, 3)) for k in results.DETECTORS}))
     for fig in figures:
         assert fig.data and fig.layout.title.text
     with pytest.raises(ValueError, match="kind"):

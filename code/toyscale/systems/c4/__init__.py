@@ -92,6 +92,7 @@ __all__ = [
     "Result",
     "Thresholds",
     "diagnose",
+    "fig_detection",
     "fig_downtime",
     "fig_latency_matrix",
     "fig_step_times",
@@ -235,4 +236,39 @@ def fig_step_times(result: Result) -> go.Figure:
         )
     )
     fig.add_hline(y=1.0, line=dict(color="#CCCCCC", dash="dot"))
+    return fig
+
+
+def fig_detection(points, named: dict[str, np.ndarray], false_alarm: dict[str, np.ndarray]) -> go.Figure:
+    """Detection rate and false-alarm rate of C4D and the baseline over the injected fault's size.
+
+    named[detector]: (points, seeds, kinds) 0/1 per slow fault; false_alarm[detector]: (points, seeds).
+    Mean ± sd over seeds at each point.
+    """
+    fig = plot.figure(
+        "Detection against false alarms over the fault's size", "injected fault size (ms)", "share of episodes"
+    )
+    styles = {"c4d": (METHOD_COLOR, "C4D"), "last_arrival": (plot.BASELINE_COLORS[0], "last arrival")}
+    for detector, (color, label) in styles.items():
+        rate = named[detector].mean(axis=2)
+        fig.add_trace(
+            go.Scatter(
+                x=list(points),
+                y=rate.mean(axis=1).tolist(),
+                error_y=dict(type="data", array=rate.std(axis=1, ddof=1).tolist(), visible=True),
+                mode="lines+markers",
+                name=f"{label}: slow faults named exactly",
+                line=dict(color=color),
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=list(points),
+                y=false_alarm[detector].mean(axis=1).tolist(),
+                mode="lines+markers",
+                name=f"{label}: false alarms on the healthy episode",
+                line=dict(color=color, dash="dot"),
+            )
+        )
+    fig.update_xaxes(type="log")
     return fig
