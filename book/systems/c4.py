@@ -486,9 +486,10 @@ claims_table(outcomes)
 #   more of them exactly than the last-arrival baseline does, on the same episodes. The whole
 #   difference is in the communication faults (a slow link, NIC or ingress, and a dead
 #   connection), which per-rank compute time cannot see; on a straggler or a crashed rank the
-#   baseline is as good. Both miss the faults that are smaller than the noise: the boundary
-#   shows detection starting between the sweep's small sizes, and the 2 ms control
-#   (verdict: {glue:text}`small_faults_unseen_status`) shows the difference vanishing there.
+#   baseline is as good. Both miss the faults that stay under the thresholds, which sit about
+#   twice above the noise of a healthy episode: the boundary shows detection starting only
+#   once a fault clears them, and the 2 ms control (verdict:
+#   {glue:text}`small_faults_unseen_status`) shows the difference vanishing below.
 # - **A hang is found in seconds** (by construction): the master's stall timeout, plus the
 #   delay after which waiting ranks report whom they wait for, where the watchdog waits half
 #   an hour.
