@@ -21,7 +21,8 @@ from toyscale.core.claims import per_seed, within
 from .experiment import Result
 
 # Margins and win rules from `python -m toyscale calibrate c4 --seeds 12` on calibration seeds 1000–1011 (twelve:
-# one default run takes over fifteen seconds on the shared two-core machine), default config and --fast (the
+# one default run of the real job took 8–25 s on the loaded shared two-core machine, and every seed is rerun under
+# two falsifiers; each margin sits far from both ends of its gap), default config and --fast (the
 # records: calibration/default.json and fast.json beside this module). "q05" / "q95": the 5th / 95th percentile of
 # the means over five-seed windows of those seeds. Each margin sits about halfway between the falsifiers' q95 and
 # the method's q05; every paired check wins on 4 of 5 seeds.
