@@ -32,17 +32,33 @@
 # 31 % to about 1 %**, **communication cost down about 15 %**, and system efficiency (effective
 # training time) **up from 30 % to 45 %**.
 #
-# This chapter runs a real four-process job with torch.distributed, breaks one rank in four
-# ways, and checks whether C4D's rules find it from timings alone; then it models what fast
-# detection is worth, and simulates a leaf-spine fabric to compare hashing with planning.
+# This chapter runs a real four-process job with torch.distributed, breaks one rank or one
+# connection in six ways and at sizes from 2 to 40 ms, and measures how often C4D's rules name
+# the culprit from timings alone, against the best detector one can build without
+# per-connection timings. Then it models what fast detection is worth, and simulates a
+# leaf-spine fabric to compare hashing with planning where planning is not trivially perfect.
 
 # %%
-import numpy as np
+from dataclasses import replace
 
-from toyscale.core import Stopwatch, Table, check_results, claims_table, set_threads
+import numpy as np
+from myst_nb import glue
+
+from toyscale.core import (
+    BOOK_SEEDS,
+    Stopwatch,
+    Table,
+    check_results,
+    claims_table,
+    set_threads,
+    tally,
+)
+from toyscale.core.boundary import fig_boundary
+from toyscale.core.calibration import load_record, record_table
 from toyscale.systems import c4
 from toyscale.systems.c4 import diagnose as c4d
 from toyscale.systems.c4 import plan as c4p
+from toyscale.systems.c4 import results as committed
 
 set_threads(1)  # every rank and the master: one thread each on two shared cores
 
@@ -52,13 +68,15 @@ set_threads(1)  # every rank and the master: one thread each on two shared cores
 # **Synchronization points are a free health check.** Data-parallel training is bulk
 # synchronous: every rank does the same work, then all of them meet in a collective. A healthy
 # job is therefore *homogeneous*: the ranks enter each collective at about the same time and
-# spend about the same time in it. A fault breaks the symmetry in a way that points at it.
-# Write $e_r(t)$ and $x_r(t)$ for the times rank $r$ enters and exits the collective of
-# iteration $t$, and $T_{ij}(t)$ for the time a message from rank $i$ to rank $j$ took:
+# every connection carries its messages at about the same speed. A fault breaks the symmetry
+# in a way that points at it. Write $e_r(t)$ for the time rank $r$ enters the collective of
+# iteration $t$, and $T_{ij}(t)$ for the time a message of the collective from rank $i$ to rank
+# $j$ took:
 #
 # - **Non-communication hang**: some ranks never enter iteration $t$'s collective while the
 #   others sit inside it. The ranks that never entered are the culprits.
-# - **Communication hang**: every rank entered, none left.
+# - **Communication hang**: every rank entered, none left. The ranks report which senders they
+#   still wait for; the earliest wait names the connection.
 # - **Non-communication slow**: one rank enters late, iteration after iteration,
 #   $\operatorname{median}_t \big(e_r(t) - \min_q e_q(t)\big) > \tau_\text{late}$: it spent the
 #   time outside communication (a throttled GPU, a slow data loader).
@@ -66,10 +84,13 @@ set_threads(1)  # every rank and the master: one thread each on two shared cores
 #   has outliers. A whole slow *row* $i$ is rank $i$'s sending NIC, a whole *column* $j$ its
 #   receiving side, a single *cell* the link $i \to j$.
 #
-# Why not simply blame the rank whose collective took longest? Because the culprit of a
-# compute fault arrives late and leaves with everyone else: its own collective is the
-# *shortest*. The ranks that waited for it, the victims, have the longest. We build that
-# naive baseline too, and watch it blame a victim.
+# **The baseline to beat.** Without per-connection timings, the best a practitioner has is
+# per-rank compute time: blame the rank that arrives last at the synchronization point (by the
+# same threshold), or the rank that never arrives. It names a straggler and a crashed rank as
+# well as C4D does. It cannot see a slow link, a slow NIC or a dead connection, because those
+# slow everybody *inside* the collective. (The naive rule, blaming the rank whose collective took
+# longest, is worse still: the culprit of a compute fault arrives late and leaves with everyone
+# else, so its own collective is the *shortest*.)
 #
 # **What detection is worth.** Faults arrive at a rate $\Lambda$ per hour of running job. Each
 # one stops the job for detection $d$, diagnosis $g$ and restart $s$, and throws away the work
@@ -81,94 +102,131 @@ set_threads(1)  # every rank and the master: one thread each on two shared cores
 # $$
 #
 # and the error-induced downtime is $1 - \text{ETT}$. C4D shrinks $d$ from a watchdog timeout
-# to seconds and $g$ from hours of manual search to milliseconds.
+# to seconds and $g$ from hours of manual search to milliseconds, for the faults it names.
 #
 # **Planning instead of hashing.** A ring all-reduce moves the same bytes on every connection
 # of the ring at every step, and the step ends with its slowest connection. On a leaf-spine
 # fabric a connection between two leaves may take any spine. ECMP picks one by hashing the
 # packet header, so two connections can share one uplink at half speed while another uplink
-# idles. Because the flows are few, long-lived and known in advance, C4P can give each its own
-# path. We model the fabric at the level of flows, with **max-min fair** rates: each link's
-# capacity is shared equally among its flows, except that a flow held back elsewhere leaves its
-# share to the others.
+# idles. Because the flows are few, long-lived and known in advance, C4P can place them. We
+# model the fabric at the level of flows, with **max-min fair** rates: each link's capacity is
+# shared equally among its flows, except that a flow held back elsewhere leaves its share to
+# the others.
 
 # %% [markdown]
 # ## Building it
 #
 # ### The job, its instrumentation and its faults
 #
-# `c4d.run_job` starts four ranks as real processes (fork) that form a gloo process group on
-# 127.0.0.1. Each iteration does a little "compute" (a small matmul and a sleep standing for
-# GPU time), a **ring all-reduce** built from point-to-point messages, and a **probe** of every
-# directed connection, all through `InstrumentedComm`, which records enter/exit and transfer
-# times and publishes them to a key-value store. The parent process plays C4D's master: it
-# watches the store and nothing else.
+# `c4d.run_session` starts four ranks as real processes (fork) that form a gloo process group
+# on 127.0.0.1, and runs several *episodes* of a few iterations, one fault (or none) per
+# episode, so that the start is paid once. Each iteration does a little "compute" (a small
+# matmul and a sleep standing for GPU time) and an all-reduce through `InstrumentedComm`, which
+# records enter/exit times and the timing of **every message of the collective itself**, and
+# publishes them to a key-value store. The all-reduce is hand-rolled from point-to-point
+# messages, not gloo's own, so that faults can sit under the instrumentation: a *two-shot*
+# all-reduce, a reduce-scatter and an all-gather in which each rank exchanges a chunk with every
+# other rank at once. Every directed connection thus carries the collective's concurrent traffic
+# twice per iteration, and the latency matrix is built from it. A dedicated all-pairs probe
+# sweep, one connection at a time, survives only as an explicit *ping-mesh* variant
+# (`JobConfig(ping_mesh=True)`). The parent process plays C4D's master: it watches the store
+# and nothing else.
 #
-# Faults sit *under* the instrumentation, where hardware faults sit. `FaultyTransport` adds a
-# delay to messages on a slow link or out of a slow NIC. Here are the delays it would add for a
-# slow NIC on rank 1 and for a slow link 2 → 0:
+# Faults sit *under* the instrumentation, where hardware faults sit. `FaultyTransport` delays
+# the messages on a slow link, out of a slow NIC or into a slow ingress, and never delivers on a
+# dead connection. Here are the delays it would add:
 
 # %%
 job_config = c4d.JobConfig()
-for fault in (c4d.Fault("slow_nic", 1), c4d.Fault("slow_link", 2, peer=0)):
+for fault in (
+    c4d.Fault("slow_nic", 1),
+    c4d.Fault("slow_ingress", 3),
+    c4d.Fault("slow_link", 2, peer=0),
+    c4d.Fault("comm_hang", 0, peer=1),
+):
     delays = {}
     for rank in range(job_config.n_ranks):
-        transport = c4d.FaultyTransport(rank, fault, job_config.link_ms)
+        transport = c4d.FaultyTransport(rank, job_config)
+        transport.fault = fault
         for dst in range(job_config.n_ranks):
             if dst != rank and transport.delay_to(dst):
                 delays[f"{rank}→{dst}"] = transport.delay_to(dst) * 1000
-    print(f"{fault.kind:10s} delays (ms): {delays}")
+    print(f"{fault.kind:12s} delays (ms): {delays}")
 
 # %% [markdown]
-# Now a real healthy job of a few iterations. Two things to check: its all-reduce really sums
-# (every rank's reduced total equals the sum of the ranks' own gradients), and its latency
-# matrix is flat. Transfers take well under a millisecond on loopback.
-
-# %%
-with Stopwatch() as watch:
-    healthy = c4d.run_job(c4d.JobConfig(iterations=4), None, seed=0)
-reports = healthy.reports
-assert np.allclose(reports.reduced, reports.own.sum(axis=0), rtol=1e-4, atol=1e-3)
-print(f"4 ranks, 4 iterations in {watch.seconds:.2f} s; exit codes {healthy.exitcodes}")
-print("latency matrix M[i, j] (ms):")
-print(np.round(c4d.latency_matrix(reports), 2))
-print("C4D:", c4d.diagnose(reports).kind)
-
-# %% [markdown]
-# ### The detector and the baseline on a straggler
+# ### One small live job
 #
-# Give rank 2 a slow compute of 40 ms per iteration. Look at two numbers per rank: how late it
-# enters the all-reduce, and how long it spends inside. C4D reads the first, the baseline the
-# second.
+# The chapter's measurements take minutes, so they are committed (below). Live, we run the
+# fast configuration's two sessions for seed 0, with fault sizes drawn between 20 and 40 ms so
+# that every fault is plainly visible: a healthy episode, one fault of each slow kind, and a
+# non-communication hang in the first session; in the second, the same again with a
+# communication hang, plus one 2 ms fault of each slow kind (the negative control). Every
+# episode is judged by C4D and by the last-arrival baseline. (The measured effect below uses
+# sizes drawn over the whole range, 2 to 40 ms.)
 
 # %%
-straggler = c4d.run_job(
-    c4d.JobConfig(iterations=5), c4d.Fault("slow_compute", 2), seed=0
-).reports
-Table(
-    ["rank", "enter lateness (ms, median)", "time in all-reduce (ms, median)"],
-    [
-        [r, late, inside]
-        for r, (late, inside) in enumerate(
-            zip(
-                c4d.enter_lateness_ms(straggler),
-                c4d.collective_time_ms(straggler),
-                strict=True,
-            )
+live_config = replace(c4.Config.fast(), parts=("c4d",), fault_sizes_ms=(20.0, 40.0))
+with Stopwatch() as watch:
+    live = c4.run(live_config, seed=0)
+print(f"{len(live.records)} episodes of the real job in {watch.seconds:.1f} s")
+first = live.records[0].reports
+assert np.allclose(first.reduced, first.own.sum(axis=0), rtol=1e-4, atol=1e-3)
+
+
+def verdict_rows(result: c4.Result) -> list[list[object]]:
+    """One row per episode: the fault and its size, C4D's verdict and evidence, the baseline."""
+    rows = []
+    for rec in result.records:
+        f = rec.fault
+        what = "none" if f is None else f"{f.kind} on rank {f.rank}"
+        if f is not None and f.peer is not None:
+            what = f"{f.kind} {f.rank} → {f.peer}"
+        rows.append(
+            [
+                what + (" (control)" if rec.control else ""),
+                rec.size_ms,
+                rec.diagnosis.kind,
+                rec.diagnosis.evidence,
+                rec.c4d_correct,
+                rec.baseline.kind,
+                rec.baseline_correct,
+            ]
         )
+    return rows
+
+
+Table(
+    [
+        "injected",
+        "size ms",
+        "C4D says",
+        "evidence",
+        "C4D right",
+        "last arrival",
+        "right",
     ],
+    verdict_rows(live),
+    caption="Live, seed 0 of the fast configuration: each episode and both detectors",
 )
 
 # %% [markdown]
-# Rank 2 enters about 40 ms late and then spends the *least* time inside; the others wait for
-# it. C4D names rank 2; the baseline names whoever waited longest:
+# The timeline of one iteration of the slow-compute episode shows the syndrome. The faulty
+# rank's compute (in the book's method color) runs long; the other ranks' all-reduce bars
+# stretch while they wait for it:
 
 # %%
-verdict = c4d.diagnose(straggler)
-blamed = c4d.slowest_collective(straggler)
-print(f"C4D: {verdict.kind}, ranks {verdict.ranks}: {verdict.evidence}")
-print(f"slowest collective blames rank {blamed}")
-assert verdict.ranks == (2,) and blamed != 2
+c4.fig_timeline(live).show()
+
+# %% [markdown]
+# The latency matrices, from the collective's own messages, of the slow-NIC and slow-ingress
+# episodes: a row for the egress, a column for the ingress, about the injected delay above a
+# background of a millisecond or so (the drawn sizes are in the table above).
+
+# %%
+c4.fig_latency_matrix(live, "slow_nic").show()
+
+# %%
+c4.fig_latency_matrix(live, "slow_ingress").show()
 
 # %% [markdown]
 # ### The effective-training-time model
@@ -184,6 +242,22 @@ recovery = c4d.Recovery(
 ett = c4d.effective_training_time(0.1, recovery)
 print(f"ETT = {ett:.4f} (9/11 = {9 / 11:.4f})")
 assert np.isclose(ett, 9 / 11)
+
+# %% [markdown]
+# C4D's recovery is fed with what it measured: for every fault of the run, a hang costs its
+# measured detection latency, a slow fault the iterations C4D needed times a production
+# iteration (`Config.iteration_s`, assumed), and a fault C4D got wrong the watchdog and the
+# manual search, as in the baseline. The fault rate is calibrated so that the baseline loses
+# the paper's 31 %, with the restart and checkpoint assumptions in `c4.Config`; the dotted line
+# marks it:
+
+# %%
+m = live.metrics
+print(
+    f"hangs declared {m['c4d']['detection_latency_s']:.2f} s after they began (mean); "
+    f"mean detection per fault fed to the model {m['c4d']['mean_detect_s']:.0f} s"
+)
+c4.fig_downtime(live).show()
 
 # %% [markdown]
 # ### A fabric, max-min fair rates, ECMP and a plan
@@ -205,167 +279,239 @@ shared = [fabric.candidate_paths(0, 5)[0], fabric.candidate_paths(1, 6)[0]]
 print("two flows on one uplink:", c4p.max_min_rates(shared, fabric))
 
 # %% [markdown]
-# Four jobs of four ranks each are scattered over the 16 hosts, and each ring step sends one
-# flow per rank. We place them once with ECMP (one hash seed) and once with the plan, and
-# compare the most loaded link and each job's step time relative to the ideal (every flow at
-# line rate). The plan never puts more on a link than it can carry, and both deliver the same
-# bytes:
+# On this 1:1 fabric with one flow per host, at most four flows leave a leaf that has four
+# uplinks, so a collision-free assignment always exists and the plan finds it: its ideal step
+# time holds *by construction*. Planning is hard where the fabric is not: the chapter's
+# harder fabric has **two spines for four hosts per leaf (2:1 oversubscription)**, **two queue
+# pairs per connection**, each hashed on its own (ECMP's best practice, which already spreads
+# the load), and **four background flows** of other tenants that C4P does not steer but sees.
+# Both arms deliver the same bytes; here is one placement:
 
 # %%
-flows = c4p.ring_flows(c4p.FabricConfig(), seed=0)
+hard = c4p.FabricConfig(**c4.VARIANTS[c4.HARD])
+hard_fabric = c4p.Fabric(hard)
+flows = c4p.ring_flows(hard, seed=0)
+fixed = c4p.background_paths(flows, hard_fabric, seed=0)
 rows = []
 for name, paths in [
-    ("ECMP, hash seed 0", c4p.ecmp_paths(flows, fabric, 0)),
-    ("C4P plan", c4p.plan_paths(flows, fabric)),
+    ("ECMP, hash seed 0", c4p.ecmp_paths(flows, hard_fabric, 0)),
+    ("C4P plan", c4p.plan_paths(flows, hard_fabric, fixed=fixed)),
 ]:
-    sim = c4p.simulate(flows, paths, fabric)
+    paths = [fixed.get(i, p) for i, p in enumerate(paths)]
+    sim = c4p.simulate(flows, paths, hard_fabric)
     steps = c4p.job_step_times(flows, sim, ideal=1.0)
-    loads = c4p.link_loads(flows, paths, fabric)
+    loads = c4p.link_loads(flows, paths, hard_fabric)
     rows.append([name, max(loads.values()), *steps, sim.delivered.sum()])
     assert sim.max_utilization <= 1 + 1e-9
-assert rows[1][1] <= 1.0 and np.isclose(rows[0][-1], rows[1][-1])
+assert np.isclose(rows[0][-1], rows[1][-1])
 Table(
-    ["paths", "max link load", "job 0", "job 1", "job 2", "job 3", "bytes delivered"],
+    ["paths", "max link load", "job 0", "job 1", "job 2", "bytes delivered"],
     rows,
-    caption="Ring step time / ideal per job",
+    caption="Ring step time / ideal per job on the 2:1 fabric with background flows",
 )
+
+# %% [markdown]
+# And the four fabrics, live for seed 0: each box is ECMP's distribution over hash seeds of the
+# ring step time (mean over the jobs, relative to ideal); the diamonds are the plan:
+
+# %%
+fabric_live = c4.run(replace(c4.Config(), parts=("c4p",)), seed=0)
+c4.fig_step_times(fabric_live).show()
 
 # %% [markdown]
 # ## The experiment
 #
-# `c4.run` runs the real job five times, healthy and with one fault of each kind on a random
-# culprit (a random slow link; a hang at a random iteration), diagnoses each with C4D and the
-# baseline, feeds the hang's measured detection latency into the downtime model, and
-# simulates the fabric with ECMP over 100 hash seeds and with the plan, on three variants.
+# `c4.run` runs, per seed, the two sessions described above in the default configuration (six
+# iterations per episode), diagnoses each episode with C4D and with the baseline, feeds C4D's
+# measured detection times into the downtime model, and simulates the four fabrics with ECMP
+# over 40 hash seeds and with the plan. Every seed draws new culprits, fault sizes, hang
+# iterations, placements and hash seeds. Five seeds of it, and the fault-size sweep below,
+# take longer than a notebook should, so they are committed (`data/systems/c4_results.npz`,
+# rebuilt by `python -m toyscale data --rebuild c4_results`; `python -m toyscale reproduce c4`
+# recomputes everything). The timings are measurements, so a rerun differs in its
+# milliseconds; what is deterministic, the faults drawn and the fabric, must match the file:
 
 # %%
-with Stopwatch() as watch:
-    result = c4.run(c4.Config(), seed=0)
-print(f"one run in {watch.seconds:.1f} s")
+reference = committed.reference()
+results = reference.results
+stored = results[0].metrics
+for arm, name in [
+    ("c4p", "hard_step_ratio"),
+    ("ecmp", "hard_step_ratio"),
+    ("c4p", "step_ratio"),
+]:
+    assert np.isclose(stored[arm][name], fabric_live.metrics[arm][name]), (arm, name)
+Table.from_nested(
+    {
+        arm: {
+            k: float(np.mean([r.metrics[arm][k] for r in results])) for k in stored[arm]
+        }
+        for arm in stored
+    },
+    row_title="arm",
+    caption="Default config, mean over seeds 0–4 (committed)",
+)
 
+# %% [markdown]
+# How many iterations C4D needs per fault kind, over the faults it named on the five seeds
+# (each needs at least one complete iteration; the master sees a hang after its stall timeout
+# instead, in seconds):
 
-def verdict_rows(result: c4.Result) -> list[list[object]]:
-    """One row per job: the fault, C4D's verdict and evidence, the baseline's blame."""
-    rows = []
-    for rec in result.records:
-        f = rec.fault
-        what = "none" if f is None else f"{f.kind} on rank {f.rank}"
-        if f is not None and f.peer is not None:
-            what = f"slow link {f.rank} → {f.peer}"
-        blame = (
-            "—"
-            if f is None
-            else f"rank {rec.blamed} ({'right' if rec.blamed_correct else 'wrong'})"
-        )
-        rows.append(
-            [
-                what,
-                rec.diagnosis.kind,
-                rec.diagnosis.evidence,
-                rec.c4d_correct,
-                blame,
-                rec.wall_s,
-            ]
-        )
-    return rows
-
-
+# %%
+kinds = ["healthy", *c4d.FAULT_KINDS]
+rows = []
+for k, kind in enumerate(kinds[1:], start=1):
+    eps = [
+        {f: e[f][i] for f in committed.EPISODE_FIELDS}
+        for e in reference.episodes
+        for i in range(len(e["kind"]))
+        if e["kind"][i] == k and not e["control"][i]
+    ]
+    named = [e for e in eps if e["c4d_correct"]]
+    its = [e["iterations"] for e in named if np.isfinite(e["iterations"])]
+    secs = [e["latency_s"] for e in named if np.isfinite(e["latency_s"])]
+    rows.append(
+        [
+            kind,
+            len(eps),
+            np.mean([e["c4d_correct"] for e in eps]),
+            np.mean([e["baseline_correct"] for e in eps]),
+            np.mean(its) if its else float("nan"),
+            np.mean(secs) if secs else float("nan"),
+        ]
+    )
 Table(
-    ["injected", "C4D says", "evidence", "C4D right", "slowest collective", "job s"],
-    verdict_rows(result),
-    caption="Seed 0: each job, what C4D concluded from the timings, and the baseline",
+    [
+        "fault",
+        "faults",
+        "C4D named",
+        "last arrival named",
+        "iterations (C4D)",
+        "seconds",
+    ],
+    rows,
+    caption="Per fault kind, seeds 0–4 of the default config (sizes drawn over 2–40 ms)",
 )
 
 # %% [markdown]
-# The timeline of one iteration of the slow-compute job shows the syndrome. Hover over a bar to
-# read its phase. The faulty rank's compute (in the book's method color) runs long; the other
-# ranks' all-reduce bars stretch while they wait for it:
-
-# %%
-c4.fig_timeline(result).show()
-
-# %% [markdown]
-# The latency matrices of the slow-NIC and slow-link jobs: a slow row for the NIC, a single
-# cell for the link, about the injected delay above a sub-millisecond background.
-
-# %%
-c4.fig_latency_matrix(result, "slow_nic").show()
-
-# %%
-c4.fig_latency_matrix(result, "slow_link").show()
-
-# %% [markdown]
-# Detection decides the downtime. The master declared the hang after its stall timeout; that
-# measured latency, plus the diagnosis time, replaces the watchdog and the manual search in
-# the model. The fault rate is calibrated so that the baseline loses the paper's 31 %, with
-# the restart and checkpoint assumptions in `c4.Config`; the dotted line marks it:
-
-# %%
-m = result.metrics
-print(
-    f"C4D detected the hang {m['c4d']['detection_latency_s']:.2f} s after it began; "
-    f"diagnosis took {m['c4d']['diagnose_ms']:.1f} ms"
-)
-print(
-    f"calibrated fault rate: {m['watchdog']['faults_per_node_day']:.3f} per node per day "
-    f"on {result.config.n_nodes} nodes"
-)
-c4.fig_downtime(result).show()
-
-# %% [markdown]
-# Finally the fabric. Each box is ECMP's distribution over hash seeds of the ring step time
-# (mean over the four jobs, relative to ideal); the diamonds are the plan:
-
-# %%
-c4.fig_step_times(result).show()
-
-# %% [markdown]
-# All the headline numbers of this seed:
-
-# %%
-Table.from_nested(result.metrics, row_title="arm", caption="Seed 0, default config")
-
-# %% [markdown]
-# The bonded variant splits each connection into one sub-flow per port of a dual-port NIC;
-# ECMP can hash both onto the same port, and the plan puts one on each. With one leaf-spine
-# link down, the plan cannot reach the ideal either: four flows leave that leaf over three
-# uplinks, so some uplink carries two, but it still beats hashing.
+# ### Where detection lives: the fault's size
 #
+# The sweep runs, at each fault size and each of the five seeds, one session with a healthy
+# episode and one fault of each slow kind, the same culprits at every size. Below about the
+# noise of the synchronization points (a millisecond or two on loopback) neither detector has
+# anything to see, and the difference must vanish; the baseline then catches up on slow compute
+# only, while C4D also names the link, NIC and ingress faults. The false-alarm rate is read on
+# the healthy episodes of the same sessions.
+
+# %%
+sweep = reference.sweep
+boundary = sweep.boundary()
+fig_boundary(
+    boundary, "C4D names communication faults once they rise above the noise"
+).show()
+c4.fig_detection(sweep.points, sweep.named, sweep.false_alarm).show()
+rate = {d: sweep.named[d].mean(axis=2).mean(axis=1) for d in committed.DETECTORS}
+alarm = {d: sweep.false_alarm[d].mean(axis=1) for d in committed.DETECTORS}
+Table(
+    [
+        "fault ms",
+        "C4D named",
+        "last arrival named",
+        "C4D false alarms",
+        "last arrival false alarms",
+        "iterations (C4D)",
+    ],
+    [
+        [
+            p,
+            rate["c4d"][i],
+            rate["last_arrival"][i],
+            alarm["c4d"][i],
+            alarm["last_arrival"][i],
+            float(np.nanmean(sweep.iterations[i]))
+            if np.isfinite(sweep.iterations[i]).any()
+            else float("nan"),
+        ]
+        for i, p in enumerate(sweep.points)
+    ],
+    caption="Detection rate against false-alarm rate over the fault size, seeds 0–4",
+)
+
+# %%
+boundary.table()
+
+# %% [markdown]
 # ## Does the claim hold?
 #
-# Each claim is checked on three seeds; every seed draws new culprits, a new hang iteration,
-# new job placements and new hash seeds. The margins were set from the measured spread of the
-# paired differences. C4D must be exactly right on every fault and silent on the healthy job,
-# on every seed.
+# Each claim is checked on the five book seeds. The detection check compares C4D with the
+# last-arrival baseline on the same episodes and passes only when the mean paired difference
+# clears an explicit margin *and* C4D wins on at least four of the five seeds, with a low
+# false-alarm rate. The margins were fixed on twelve calibration seeds (1000 to 1011; a run of
+# the real job takes tens of seconds on the loaded shared machine, and every seed is rerun
+# under each falsifier) that the book never shows, so
+# that at least 95 % of five-seed windows pass with the method and fail under each falsifier:
+# C4D reading its per-connection timings with the rank labels shifted, the baseline run under
+# C4D's name, a plan that reads no loads, and ECMP run under C4P's name (`c4.FALSIFIERS`; the
+# records are in `code/toyscale/systems/c4/calibration/`). Here is the record:
 
 # %%
-results = [result] + [c4.run(c4.Config(), seed=s) for s in (1, 2)]
-outcomes = check_results(c4.CLAIMS, results, seeds=[0, 1, 2], chapter="c4")
+record_table(load_record(c4))
+
+# %% [markdown]
+# And the claims on the book's five seeds:
+
+# %%
+outcomes = check_results(c4.CLAIMS, results, BOOK_SEEDS, chapter="c4")
 assert not any(o.fails_strict for o in outcomes), "an expected claim failed"
+status = {o.claim.id: o.status for o in outcomes}
+values = {o.claim.id: o.verdict.leaves()[0].values for o in outcomes}
+for claim_id in values:
+    glue(f"{claim_id}_delta", float(np.mean(values[claim_id])), display=False)
+    glue(f"{claim_id}_status", status[claim_id], display=False)
+downtime = {
+    arm: float(np.mean([r.metrics[arm]["downtime"] for r in results]))
+    for arm in ("watchdog", "c4d")
+}
+glue("downtime_c4d", downtime["c4d"], display=False)
+glue("downtime_share", downtime["c4d"] / downtime["watchdog"], display=False)
+glue("tally", tally(outcomes).line(), display=False)
 claims_table(outcomes)
 
 # %% [markdown]
+# The scorecard line for this chapter: {glue:text}`tally`.
+#
 # What holds, and what does not:
 #
-# - **C4D names the culprit** for every fault kind, from timings alone, and raises no alarm on
-#   the healthy job. The slowest-collective baseline blames a victim of every slow-compute
-#   fault; on communication faults it is right only by chance, since every rank waits about
-#   equally.
-# - **Downtime falls by a large factor**, but the factor comes from the model's assumptions
-#   (a 30-minute watchdog, two hours of manual diagnosis, a 10-minute restart, checkpoints
-#   every 30 minutes), not from the toy: the measured detection latency of about a second is
-#   negligible either way. What *is* measured is that detection does not need the watchdog.
-# - **About 1 % downtime is not reproduced.** After C4D, the restart and the half checkpoint
-#   interval of lost work still cost about a tenth of what the baseline loses. The paper's
-#   figure also needs those costs cut, which detection alone does not do.
-# - **Planned paths reach the ideal step time** on the non-blocking fabric on every seed,
-#   with no link over capacity, while ECMP averages more than twice the ideal. The toy's gap is
-#   far larger than the paper's 15 % cut in communication cost: here every step is pure
-#   communication between scattered ranks, and nothing else shares the fabric.
-# - **What the toy cannot show**: faults that are subtle (a few percent slower), real GPU and
-#   RDMA timings, a job of thousands of ranks, and the isolation and restart machinery.
-#   Faults here are tens of milliseconds on purpose, far above the scheduling noise of a
-#   shared two-core machine.
+# - **C4D localizes the fault** (verdict: {glue:text}`c4d_localizes_status`): over faults of
+#   every kind with sizes drawn between 2 and 40 ms, it names {glue:text}`c4d_localizes_delta:.0%`
+#   more of them exactly than the last-arrival baseline does, on the same episodes. The whole
+#   difference is in the communication faults (a slow link, NIC or ingress, and a dead
+#   connection), which per-rank compute time cannot see; on a straggler or a crashed rank the
+#   baseline is as good. Both miss the faults that stay under the thresholds, which sit about
+#   twice above the noise of a healthy episode: the boundary shows detection starting only
+#   once a fault clears them, and the 2 ms control (verdict:
+#   {glue:text}`small_faults_unseen_status`) shows the difference vanishing below.
+# - **A hang is found in seconds** (by construction): the master's stall timeout, plus the
+#   delay after which waiting ranks report whom they wait for, where the watchdog waits half
+#   an hour.
+# - **Downtime falls, in the model**: fed with the detection times C4D measured, including
+#   the faults it missed (which cost the watchdog and the manual search), the modelled downtime
+#   is {glue:text}`downtime_c4d:.1%`, about {glue:text}`downtime_share:.2f` of what the baseline
+#   loses. That number is a model output: it moves with the assumed restart, checkpoint and
+#   fault-size mix, and the measured detection latency of seconds hardly matters beside a
+#   restart of ten minutes.
+# - **About 1 % downtime is not reproduced**: after C4D the restart, the lost checkpoint work
+#   and the missed faults remain. The paper's figure also needs those costs cut, which
+#   detection alone does not do.
+# - **Planned paths**: on the 1:1 fabric the plan reaches the ideal step time by construction.
+#   On the 2:1 fabric with two queue pairs per connection and background traffic, the plan cuts
+#   the ring step time by {glue:text}`c4p_cuts_comm_time_delta:.1%` against ECMP's mean
+#   (verdict: {glue:text}`c4p_cuts_comm_time_status`), beside the paper's 15 % cut in
+#   communication cost. Here every step is pure communication and the fabric has four leaves,
+#   so the toy's cut is not the paper's number, only the same mechanism.
+# - **What the toy cannot show**: faults that are subtle against far less noise (a few percent
+#   slower on a real GPU), RDMA timings, a job of thousands of ranks, and the isolation and
+#   restart machinery.
 
 # %% [markdown]
 # ## At full scale
@@ -387,18 +533,25 @@ print(
 )
 
 # %% [markdown]
-# A few megabytes a second is easy; a dense all-pairs matrix is not, which is why the matrix
-# is built only over the connections the job actually uses. The fault rate grows with the node
-# count, and so does what a slow detector costs. At the calibrated per-node rate:
+# A few megabytes a second is easy; a dense all-pairs matrix is not. At full scale the matrix
+# therefore holds only the connections the collectives use, timed from their own traffic, as
+# the toy does with its four ranks (where the two-shot all-reduce happens to use every
+# connection); a ping mesh of all pairs, the toy's variant, would not scale. The fault rate
+# grows with the node count, and so does what a slow detector costs. At the per-node rate
+# calibrated from the paper's 31 %:
 
 # %%
-per_node_day = result.metrics["watchdog"]["faults_per_node_day"]
-measured = c4d.Recovery(
-    result.metrics["c4d"]["detection_latency_s"],
-    result.metrics["c4d"]["diagnose_ms"] / 1000,
-    result.config.restart_s,
-    result.config.checkpoint_interval_s,
+config = c4.Config()
+per_node_day = float(
+    np.mean([r.metrics["watchdog"]["faults_per_node_day"] for r in results])
 )
+measured = c4d.Recovery(
+    float(np.mean([r.metrics["c4d"]["mean_detect_s"] for r in results])),
+    float(np.mean([r.metrics["c4d"]["diagnose_ms"] for r in results])) / 1000,
+    config.restart_s,
+    config.checkpoint_interval_s,
+)
+glue("per_node_day", per_node_day, display=False)
 rows = []
 for nodes in (16, 128, 1250):
     rate = per_node_day * nodes / 24  # faults per hour of the whole job
@@ -406,54 +559,57 @@ for nodes in (16, 128, 1250):
         [
             nodes * 8,
             1 / rate,
-            1 - c4d.effective_training_time(rate, result.config.watchdog_recovery()),
+            1 - c4d.effective_training_time(rate, config.watchdog_recovery()),
             1 - c4d.effective_training_time(rate, measured),
         ]
     )
 Table(
-    ["GPUs", "hours between faults", "downtime, watchdog", "downtime, C4D"],
+    ["GPUs", "hours between faults", "downtime, watchdog", "downtime, C4D (modelled)"],
     rows,
     caption="Error-induced downtime as the job grows (same per-node fault rate)",
 )
 
 # %% [markdown]
-# At ten thousand GPUs faults come every hour or so: a job that needs two and a half hours to
-# notice and diagnose each fault spends most of its life stopped, while fast detection
-# leaves the restart and the lost checkpoint work as the costs that matter. That is why the
-# paper pairs C4D with faster restarts. On the network side, the paper's fabric is three tiers
-# with bonded 2 × 200 Gb/s NICs and far more flows per link; ECMP's collisions there are
-# milder than in this four-leaf toy, and the measured gain shrinks to about 15 % of
-# communication time.
+# The per-node rate this calibration implies, {glue:text}`per_node_day:.3f` faults per node
+# per day, is circular (it comes from assuming the baseline's costs and the paper's 31 %) and
+# several times the public Llama 3 figure of about 419 unexpected interruptions in 54 days on
+# 16,384 GPUs {cite}`dubey2024llama3`. At ten thousand GPUs faults come every hour or so: a job
+# that needs two and a half hours to notice and diagnose each fault spends most of its life
+# stopped, while fast detection leaves the restart and the lost checkpoint work as the costs
+# that matter. That is why the paper pairs C4D with faster restarts. On the network side, the
+# paper's fabric is three tiers with bonded 2 × 200 Gb/s NICs and far more flows per link.
 
 # %% [markdown]
 # ## Exercises
 #
-# 1. **How small a fault can C4D see?** Lower `fault_ms` (slow compute) to 10, 5 and 2 ms with
-#    `c4d.JobConfig(fault_ms=...)` and run `c4d.run_job` with a slow-compute fault a few
-#    times. When does C4D miss it, and which setting would you change to catch it? What would
-#    that cost on a noisy machine?
+# 1. **How small a fault can C4D see?** Lower the threshold `Thresholds(late_ms=...,
+#    slow_cell_ms=...)` and rerun `committed.sweep_session(c4.Config(thresholds=...), 5.0,
+#    seed)` for a few seeds. When does C4D start naming 5 ms faults, and what happens to the
+#    false alarms on the healthy episode? What would that cost on a noisy machine?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# With the default `Thresholds(late_ms=15)` a 10 ms straggler already goes unseen: the median
-# lateness stays below the threshold. Lowering `late_ms` to, say, 3 ms catches 5 ms faults on
-# a quiet machine, but the median lateness of a healthy rank on two shared cores is
-# occasionally a few milliseconds, so the healthy job starts raising false alarms. The median
-# over more iterations (`iterations=...`) is the cheaper lever: it shrinks the noise without
-# moving the threshold, at the price of a later detection.
+# `t = c4d.Thresholds(late_ms=3, slow_cell_ms=2)`, then
+# `committed.sweep_session(c4.Config(thresholds=t), 5.0, s)` for `s` in a few seeds: read
+# `["named"]["c4d"]` and `["false_alarm"]["c4d"]`. Lower thresholds catch smaller faults on a
+# quiet machine, but the healthy episode's lateness and matrix cells occasionally reach a few
+# milliseconds on two shared cores, so false alarms appear. More iterations per episode are
+# the cheaper lever: the median shrinks the noise without moving the threshold, at the price
+# of a later detection.
 # ```
 #
-# 2. **An oversubscribed fabric.** Halve the spines (`c4p.FabricConfig(n_spines=2)`, a 2:1
-#    fabric) and compare ECMP and the plan on a few placements. Does the plan still reach the
-#    ideal?
+# 2. **Planning on a 1:1 fabric.** Compare ECMP and the plan on `c4p.FabricConfig()` and on
+#    `c4p.FabricConfig(n_spines=2)` for a few placements, with `c4p.load_lower_bound`. Where
+#    does the plan reach the ideal, and why is that by construction?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# No: a leaf with three or four cross-leaf flows must put two on one of its two uplinks, and
-# `c4p.load_lower_bound` says so before any search. The plan reaches that bound, and the
-# step time of the jobs whose flows share an uplink doubles. ECMP is worse still, because it
-# also collides where the plan would not have to. Planning cannot create capacity; it only
-# stops hashing from wasting it.
+# On the 1:1 fabric a leaf has as many uplinks as hosts, so at most one flow per uplink is
+# always possible and the bound is 1; the plan reaches it, and only a planner bug could miss
+# it. With two spines a leaf with three or four cross-leaf flows must put two on one uplink:
+# `load_lower_bound` says so before any search, the plan reaches that bound, and ECMP is worse
+# because it also collides where the plan would not have to. Planning cannot create capacity;
+# it only stops hashing from wasting it.
 # ```
 #
 # 3. **A shorter watchdog.** Set `watchdog_s=600` (ten minutes) and `manual_diagnosis_s=1800`
@@ -465,31 +621,33 @@ Table(
 # :class: dropdown
 # `base = c4.Config(watchdog_s=600, manual_diagnosis_s=1800).watchdog_recovery()`; compare
 # `1 - c4d.effective_training_time(rate, base)` with the default's. The stop per fault falls
-# from 2.7 hours to 50 minutes, most of it from the diagnosis: the watchdog was the smaller
-# term all along. Fast *diagnosis* is what a communication-driven detector adds; any job can
-# shorten its timeout.
+# from hours to under an hour, most of it from the diagnosis: the watchdog was the smaller term
+# all along. Fast *diagnosis* is what a communication-driven detector adds; any job can shorten
+# its timeout.
 # ```
 #
-# 4. **A smarter baseline.** Blame the rank with the *shortest* collective instead. Does it
-#    beat C4D?
+# 4. **The ping mesh.** Run a slow-link episode with `c4d.JobConfig(ping_mesh=True)` and compare
+#    `c4d.latency_matrix(reports)` with `c4d.latency_matrix(reports, source="ping_mesh")`. Which
+#    is cleaner, and why is the collective's own traffic the one that scales?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# It names the straggler of a slow-compute fault (the one that did not wait), so it looks
-# right exactly where the slowest-collective rule fails. But on a slow link or NIC all ranks
-# wait about equally, so it blames an arbitrary rank, and on a healthy job it still blames
-# somebody. What C4D adds is a *comparison with a reference* (enter lateness against the
-# other ranks, a connection against the matrix) and the choice not to blame anyone.
+# `job = c4d.run_job(c4d.JobConfig(ping_mesh=True), c4d.Fault("slow_link", 0, 2))`. The probes,
+# one connection at a time on an idle fabric, give a cleaner background than the collective's
+# concurrent messages, which share the cores and the loopback with each other. But probes are
+# extra traffic on every pair, n² of them; the collective's own messages cost nothing extra and
+# time exactly the connections the job depends on.
 # ```
 
 # %% [markdown]
 # ## References
 #
 # - The paper: {cite}`dong2025c4`.
-# - The ring all-reduce: {cite}`patarasuk2009allreduce`.
+# - The ring all-reduce, a reduce-scatter followed by an all-gather: {cite}`patarasuk2009allreduce`.
 # - ECMP and its hashing: {cite}`hopps2000ecmp`; planning elephant flows instead of hashing
 #   them, in data centers: {cite}`alfares2010hedera`.
 # - Max-min fairness and progressive filling: {cite}`bertsekas1992data`.
+# - Interruptions of a large training job: {cite}`dubey2024llama3`.
 #
 # ```{bibliography}
 # :filter: docname in docnames

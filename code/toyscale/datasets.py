@@ -145,6 +145,12 @@ ARTIFACTS: dict[str, Artifact] = {
             "star_results", ("star",), "toyscale.recsys.star.results:reference_arrays", "data/recsys/star_results.npz"
         ),
         Artifact(
+            "c4_results",
+            ("c4",),
+            "toyscale.systems.c4.results:reference_arrays",
+            "data/systems/c4_results.npz",
+        ),
+        Artifact(
             "fapes_results",
             ("fapes",),
             "toyscale.systems.fapes.results:reference_arrays",

@@ -1,32 +1,45 @@
 """C4D: a real multi-process training job, its collective-communication syndrome, and the detector.
 
-`run_job` starts `n_ranks` processes (fork) that form a gloo process group on 127.0.0.1. Every
-iteration each rank does some "compute", a ring all-reduce and timed point-to-point probes to
-every other rank, all through `InstrumentedComm`, the thin layer that stands for C4's enhanced
-collective library: it records when each rank *enters* and *exits* a collective and how long
-each point-to-point transfer took, and reports those timings to a key-value store that the parent
-process (the C4D master) watches. One rank may carry an injected `Fault`:
+`run_session` starts `n_ranks` processes (fork) that form a gloo process group on 127.0.0.1 and run
+one or more *episodes* of `iterations` training iterations each, one injected fault (or none) per
+episode, so that the process start and the group's join are paid once. Every iteration each rank
+does some "compute" and an all-reduce of its gradient through `InstrumentedComm`, the thin layer
+that stands for C4's enhanced collective library: it records when each rank *enters* and *exits*
+the collective and, for every message of the collective itself, when the sender handed it over
+and when the receiver posted its receive and saw the data arrive. The all-reduce is hand-rolled
+from point-to-point messages (not gloo's own `all_reduce`) so that a fault can sit under the
+instrumentation: a *two-shot* all-reduce, a reduce-scatter and an all-gather in which every rank
+exchanges one chunk with every other rank at once, so every directed connection carries the
+collective's concurrent traffic twice per iteration. A dedicated all-pairs *ping mesh* of probes,
+one connection at a time, is an explicit variant (`JobConfig.ping_mesh`), not the default source.
+Timings go to a key-value store that the parent process (the C4D master) watches. A fault:
 
-- ``slow_compute``: its compute takes `fault_ms` longer (a throttled GPU, a slow data loader);
-- ``slow_link``: every message on one directed connection i → j is delayed by `link_ms`;
-- ``slow_nic``: every message the rank sends is delayed by `link_ms` (a degraded NIC's egress);
-- ``hang``: the rank stops before the collective of one iteration (a crashed kernel, a stuck GPU).
+- ``slow_compute``: the rank's compute takes `size_ms` longer (a throttled GPU, a slow data loader);
+- ``slow_link``: every message on one directed connection i → j is delayed by `size_ms`;
+- ``slow_nic``: every message the rank sends is delayed (a degraded NIC's egress);
+- ``slow_ingress``: every message *to* the rank is delayed (a congested or degraded ingress port);
+- ``hang``: the rank stops before the collective of one iteration (a crashed kernel, a stuck GPU);
+- ``comm_hang``: one connection i → j stops delivering from one iteration on (a dead link or QP).
 
-The fault lives below the instrumentation, in the "transport" and the "compute", exactly where a
-hardware fault would; `diagnose` reads only the timings in the store (`Reports`) and never the
-fault. Its rules are C4D's (Section III of the paper):
+The fault lives below the instrumentation, in the "transport" and the "compute", where a hardware
+fault would; `diagnose` reads only the timings in the store (`Reports`) and never the fault. Its
+rules are C4D's (Section III of the paper):
 
 - a collective that some rank never *entered* while the others wait inside it is a
   **non-communication hang** of the ranks that did not enter; one that every rank entered and none
-  left is a **communication hang**;
+  left is a **communication hang**, localized by the connections the waiting ranks report pending;
 - a rank that enters the synchronizing collective consistently later than the others is
   **non-communication slow** (the others wait for it);
-- otherwise, the communication latency matrix M[i, j] = median over iterations of the transfer time
-  i → j localizes **communication slowness**: a slow row is the egress NIC of rank i, a slow column
-  the ingress of rank j, a single slow cell the link i → j.
+- otherwise, the communication latency matrix M[i, j] = median over the collective's messages of
+  the transfer time i → j localizes **communication slowness**: a slow row is the egress NIC of
+  rank i, a slow column the ingress of rank j, a single slow cell the link i → j.
 
-`slowest_collective` is the naive baseline: blame the rank whose collectives lasted longest. The
-ranks that *wait* for a straggler sit longest in the collective, so it blames a victim.
+`last_arrival` is the baseline a practitioner without per-connection timings would use: per-rank
+compute time, i.e. blame the rank that arrives last at the synchronization point (by the same
+threshold), or the ranks that never arrive. It names a straggler or a crashed rank as well as C4D
+does, and cannot see a communication fault. `slowest_collective` (blame the rank whose
+collectives lasted longest) is the naive rule the chapter shows failing: the ranks that *wait*
+for a straggler sit longest in the collective, so it blames a victim.
 """
 
 from __future__ import annotations
@@ -39,17 +52,22 @@ import multiprocessing as mp
 import os
 import signal
 import socket
+import threading
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
-FAULT_KINDS = ("slow_compute", "slow_link", "slow_nic", "hang")
+SLOW_KINDS = ("slow_compute", "slow_link", "slow_nic", "slow_ingress")
+HANG_KINDS = ("hang", "comm_hang")
+FAULT_KINDS = SLOW_KINDS + HANG_KINDS
+#: Faults that sit on one directed connection (they name a peer)
+LINK_KINDS = ("slow_link", "comm_hang")
 DIAGNOSIS_KINDS = (
     "healthy",
     "non_communication_slow",
@@ -63,8 +81,12 @@ EXPECTED_KIND = {
     "slow_compute": "non_communication_slow",
     "slow_link": "communication_slow",
     "slow_nic": "communication_slow",
+    "slow_ingress": "communication_slow",
     "hang": "non_communication_hang",
+    "comm_hang": "communication_hang",
 }
+#: The collective's two phases: every message of the all-reduce belongs to one
+PHASES = ("reduce-scatter", "all-gather")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,34 +96,40 @@ EXPECTED_KIND = {
 
 @dataclass(frozen=True)
 class Fault:
-    """One injected fault: its kind, the faulty rank and, for a slow link, the receiving rank.
+    """One injected fault: its kind, the faulty rank, the receiving rank of a faulty link, and its size.
 
     `start` is the first iteration the fault is active in (for a hang: the iteration before whose
-    collective the rank stops).
+    collective the rank stops; for a communication hang: the first iteration whose message on the
+    connection is never delivered). `size_ms` is the extra compute time (slow_compute) or the extra
+    delay per message (slow_link, slow_nic, slow_ingress); None takes the job's default.
     """
 
     kind: str
     rank: int
-    peer: int | None = None  # the other end of a slow link (rank → peer); None otherwise
+    peer: int | None = None  # the other end of a faulty link (rank → peer); None otherwise
     start: int = 0
+    size_ms: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
             raise ValueError(f"fault kind must be one of {FAULT_KINDS}, got {self.kind!r}")
         if self.rank < 0:
             raise ValueError(f"fault rank must be >= 0, got {self.rank}")
-        if (self.kind == "slow_link") != (self.peer is not None):
+        if (self.kind in LINK_KINDS) != (self.peer is not None):
             raise ValueError(
-                f"peer must be given for a slow_link and only then, got kind={self.kind!r} peer={self.peer}"
+                f"peer must be given for a {' or '.join(LINK_KINDS)} and only then, "
+                f"got kind={self.kind!r} peer={self.peer}"
             )
         if self.peer is not None and self.peer == self.rank:
-            raise ValueError(f"a slow link joins two different ranks, got {self.rank} → {self.peer}")
+            raise ValueError(f"a link joins two different ranks, got {self.rank} → {self.peer}")
         if self.start < 0:
             raise ValueError(f"fault start must be >= 0, got {self.start}")
+        if self.size_ms is not None and not (self.size_ms >= 0 and math.isfinite(self.size_ms)):
+            raise ValueError(f"fault size_ms must be a finite number >= 0, got {self.size_ms}")
 
     def truth(self) -> tuple[str, tuple[int, ...], tuple[tuple[int, int], ...]]:
         """What a perfect detector answers: (diagnosis kind, culprit ranks, culprit links)."""
-        if self.kind == "slow_link":
+        if self.kind in LINK_KINDS:
             return EXPECTED_KIND[self.kind], (), ((self.rank, int(self.peer)),)
         return EXPECTED_KIND[self.kind], (self.rank,), ()
 
@@ -111,15 +139,17 @@ class JobConfig:
     """The toy training job and its timeouts (milliseconds for work, seconds for timeouts)."""
 
     n_ranks: int = 4  # processes in the job, one per "GPU"
-    iterations: int = 6  # training iterations (synchronization points)
+    iterations: int = 6  # training iterations (synchronization points) per episode
     compute_ms: float = 5.0  # per-iteration "compute": a small matmul, then a sleep standing for GPU time
-    grad_numel: int = 4096  # floats in the gradient that the ring all-reduce sums
-    probe_numel: int = 256  # floats in each point-to-point probe message
-    fault_ms: float = 40.0  # extra compute time of a slow_compute rank
-    link_ms: float = 20.0  # extra delay per message on a slow link or out of a slow NIC
+    grad_numel: int = 4096  # floats in the gradient that the all-reduce sums
+    probe_numel: int = 256  # floats in each point-to-point probe message of the ping mesh
+    fault_ms: float = 40.0  # default extra compute time of a slow_compute rank
+    link_ms: float = 20.0  # default extra delay per message on a slow link, out of a slow NIC, into a slow ingress
+    ping_mesh: bool = False  # also probe every connection, one at a time, after the collective (a variant)
+    pending_report_s: float = 0.25  # a rank waiting this long inside the collective reports what it waits for
     stall_timeout_s: float = 1.5  # C4D master: no new report for this long means a hang
     store_timeout_s: float = 10.0  # key-value store and process-group timeout (bounds every wait)
-    job_timeout_s: float = 60.0  # hard limit on one job's wall time; ranks are killed after it
+    job_timeout_s: float = 60.0  # hard limit on one session's wall time; ranks are killed after it
 
     def __post_init__(self) -> None:
         if self.n_ranks < 3:
@@ -132,9 +162,15 @@ class JobConfig:
         for name in ("grad_numel", "probe_numel"):
             if getattr(self, name) < self.n_ranks:
                 raise ValueError(f"{name} must be >= n_ranks = {self.n_ranks}, got {getattr(self, name)}")
-        for name in ("stall_timeout_s", "store_timeout_s", "job_timeout_s"):
+        for name in ("pending_report_s", "stall_timeout_s", "store_timeout_s", "job_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+
+    def size_ms(self, fault: Fault) -> float:
+        """The fault's size: its own, or the job's default for its kind."""
+        if fault.size_ms is not None:
+            return fault.size_ms
+        return self.fault_ms if fault.kind == "slow_compute" else self.link_ms
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,82 +179,132 @@ class JobConfig:
 
 
 class FaultyTransport:
-    """Point-to-point sends with the injected link or NIC delay *below* the instrumentation.
+    """Point-to-point sends with the injected link, NIC or ingress delay *below* the instrumentation.
 
-    A slow link i → j delays every message on that connection; a slow NIC delays every message
-    its rank sends. The delay is a sleep before the send: the receiver sees the data late, as it
+    A slow link i → j delays every message on that connection, a slow NIC every message its rank
+    sends, a slow ingress every message sent to its rank; a communication hang never delivers on
+    its connection. The delay is a wait before the send: the receiver sees the data late, as it
     would behind a congested or degraded port.
     """
 
-    def __init__(self, rank: int, fault: Fault | None, link_ms: float) -> None:
-        self.rank, self.fault, self.link_s = rank, fault, link_ms / 1000.0
+    def __init__(self, rank: int, config: JobConfig, onset: object = None) -> None:
+        self.rank, self.config, self.onset = rank, config, onset
+        self.fault: Fault | None = None
         self.iteration = 0
 
     def delay_to(self, dst: int) -> float:
-        """Seconds of injected delay on the connection rank → dst in the current iteration."""
+        """Seconds of injected delay on the connection rank → dst in the current iteration (inf: never)."""
         f = self.fault
-        if f is None or f.rank != self.rank or self.iteration < f.start:
+        if f is None or self.iteration < f.start or f.kind in ("slow_compute", "hang"):
             return 0.0
-        if f.kind == "slow_nic" or (f.kind == "slow_link" and f.peer == dst):
-            return self.link_s
+        size = self.config.size_ms(f) / 1000.0
+        if f.kind == "slow_ingress":
+            return size if dst == f.rank != self.rank else 0.0
+        if f.rank != self.rank:
+            return 0.0
+        if f.kind == "comm_hang":
+            return math.inf if f.peer == dst else 0.0
+        if f.kind == "slow_nic" or f.peer == dst:
+            return size
         return 0.0
 
-    def isend(self, tensor: torch.Tensor, dst: int) -> dist.Work:
-        delay = self.delay_to(dst)
-        if delay:
-            time.sleep(delay)
-        return dist.isend(tensor, dst)
+    def isend(self, tensor: torch.Tensor, dst: int) -> dist.Work | None:
+        """Send one message after its injected delay; None when the connection never delivers."""
+        return self.send_all({dst: tensor})[0]
+
+    def send_all(self, messages: dict[int, torch.Tensor]) -> list[dist.Work | None]:
+        """Send every message at once, each after its own delay (in order of due time); None where it never goes."""
+        started = time.monotonic()
+        due = sorted(messages, key=self.delay_to)
+        works: dict[int, dist.Work | None] = {}
+        for dst in due:
+            delay = self.delay_to(dst)
+            if math.isinf(delay):
+                if self.onset is not None and math.isnan(self.onset[self.rank]):
+                    self.onset[self.rank] = time.monotonic()  # ground truth for the evaluation only
+                works[dst] = None
+                continue
+            wait = started + delay - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            works[dst] = dist.isend(messages[dst], dst)
+        return [works[dst] for dst in messages]
 
 
 class InstrumentedComm:
-    """C4's collective layer in miniature: collectives and probes that time themselves.
+    """C4's collective layer in miniature: a collective whose every message times itself.
 
     Each iteration it records, for its rank: `enter` and `exit` of the all-reduce (monotonic clock,
-    shared by all processes on one host), and for every probe the sender's ready time and the
-    receiver's post and completion times. `enter` is published the moment the rank enters the
-    collective, the rest after the iteration, so a hang leaves its trace in the store.
+    shared by all processes on one host), and for every message of the collective the sender's
+    hand-over time and the receiver's post and arrival times, per phase. `enter` is published the
+    moment the rank enters the collective, the rest after the iteration; a rank that has waited
+    `pending_report_s` inside the collective publishes which senders it still waits for, so a hang
+    leaves its trace in the store.
     """
 
-    def __init__(self, rank: int, n_ranks: int, store: dist.Store, transport: FaultyTransport) -> None:
-        self.rank, self.n, self.store, self.transport = rank, n_ranks, store, transport
+    def __init__(self, rank: int, config: JobConfig, store: dist.Store, transport: FaultyTransport) -> None:
+        self.rank, self.n, self.config, self.store, self.transport = rank, config.n_ranks, config, store, transport
+        self.prefix = ""
         self.record: dict[str, object] = {}
 
-    def begin(self, iteration: int) -> None:
+    def begin(self, episode: int, iteration: int) -> None:
         self.transport.iteration = iteration
-        self.record = {"begin": time.monotonic(), "sent": {}, "received": {}}
+        self.prefix = f"c4d/{episode}"
+        self.record = {"begin": time.monotonic(), "sent": {}, "received": {}, "probe_sent": {}, "probe_received": {}}
+
+    def _exchange(self, phase: int, outgoing: dict[int, torch.Tensor], incoming: dict[int, torch.Tensor], t: int):
+        """Send and receive one message per connection at once, timing each receive separately."""
+        posted = time.monotonic()
+        works = {i: dist.irecv(buffer, i) for i, buffer in incoming.items()}
+        arrived: dict[int, float] = {}
+
+        def wait(i: int) -> None:
+            works[i].wait()
+            arrived[i] = time.monotonic()
+
+        # one waiter per sender, so that each arrival is timed as it happens, not behind a slower one
+        waiters = [threading.Thread(target=wait, args=(i,), daemon=True) for i in works]
+        for waiter in waiters:
+            waiter.start()
+        handed = time.monotonic()
+        self.record["sent"][phase] = {j: handed for j in outgoing}
+        sends = self.transport.send_all(outgoing)
+        deadline = time.monotonic() + self.config.pending_report_s
+        for waiter in waiters:
+            waiter.join(max(deadline - time.monotonic(), 0.0))
+        if any(waiter.is_alive() for waiter in waiters):
+            waiting_for = sorted(i for i in works if i not in arrived)
+            self.store.set(f"{self.prefix}/pending/{self.rank}/{t}", json.dumps({"phase": phase, "from": waiting_for}))
+            for waiter in waiters:
+                waiter.join()
+        for work in sends:
+            if work is not None:
+                work.wait()
+        self.record["received"][phase] = {i: (posted, arrived[i]) for i in works}
 
     def all_reduce(self, tensor: torch.Tensor, iteration: int) -> torch.Tensor:
-        """Sum `tensor` over ranks with a ring all-reduce (reduce-scatter, then all-gather).
+        """Sum `tensor` over ranks with a two-shot all-reduce (reduce-scatter, then all-gather).
 
-        Ring all-reduce: n − 1 steps in which rank r sends chunk (r − s) mod n to r + 1 and adds
-        the chunk it receives from r − 1, then n − 1 steps that pass the reduced chunks around.
+        Split the tensor into n chunks. Reduce-scatter: rank r sends chunk j to every rank j and
+        sums the chunks r it receives, s_r = Σ_i chunk_r(i). All-gather: rank r sends s_r to every
+        rank and receives every s_j. Each phase is one concurrent message per directed connection.
         """
         enter = time.monotonic()
         self.record["enter"] = enter
-        self.store.set(f"c4d/enter/{self.rank}/{iteration}", repr(enter))
+        self.store.set(f"{self.prefix}/enter/{self.rank}/{iteration}", repr(enter))
         n, r = self.n, self.rank
-        chunks = list(tensor.clone().chunk(n))  # the input stays untouched
-        incoming = [torch.empty_like(c) for c in chunks]
-        right, left = (r + 1) % n, (r - 1) % n
-        for step in range(2 * (n - 1)):
-            # reduce-scatter for s < n − 1: send chunk (r − s), receive chunk (r − s − 1) and add;
-            # all-gather afterwards: send chunk (r + 1 − s'), receive chunk (r − s') and copy
-            s = step if step < n - 1 else step - (n - 1)
-            send_index = (r - s) % n if step < n - 1 else (r + 1 - s) % n
-            recv_index = (r - s - 1) % n if step < n - 1 else (r - s) % n
-            pending = dist.irecv(incoming[recv_index], left)
-            sent = self.transport.isend(chunks[send_index].contiguous(), right)
-            pending.wait()
-            sent.wait()
-            if step < n - 1:
-                chunks[recv_index] += incoming[recv_index]
-            else:
-                chunks[recv_index].copy_(incoming[recv_index])
+        chunks = [c.contiguous() for c in tensor.clone().chunk(n)]  # the input stays untouched
+        others = [j for j in range(n) if j != r]
+        incoming = {i: torch.empty_like(chunks[r]) for i in others}
+        self._exchange(0, {j: chunks[j] for j in others}, incoming, iteration)
+        reduced = chunks[r] + sum(incoming.values())  # s_r = Σ_i chunk_r(i)
+        gathered = {i: torch.empty_like(chunks[i]) for i in others}
+        self._exchange(1, dict.fromkeys(others, reduced), gathered, iteration)
         self.record["exit"] = time.monotonic()
-        return torch.cat(chunks)
+        return torch.cat([reduced if i == r else gathered[i] for i in range(n)])
 
     def probe_all(self, payload: torch.Tensor) -> None:
-        """Time one message on every directed connection i → j, one connection at a time.
+        """The ping-mesh variant: time one message on every directed connection i → j, one at a time.
 
         The sender records when it is ready, the receiver when it posted its receive and when the
         data arrived; the transfer time is arrival − max(ready, posted).
@@ -229,16 +315,18 @@ class InstrumentedComm:
                 if i == j:
                     continue
                 if self.rank == i:
-                    self.record["sent"][j] = time.monotonic()
-                    self.transport.isend(payload, j).wait()
+                    self.record["probe_sent"][j] = time.monotonic()
+                    work = self.transport.isend(payload, j)
+                    if work is not None:
+                        work.wait()
                 elif self.rank == j:
                     posted = time.monotonic()
                     dist.recv(buffer, i)
-                    self.record["received"][i] = (posted, time.monotonic())
+                    self.record["probe_received"][i] = (posted, time.monotonic())
 
     def publish(self, iteration: int) -> None:
         self.record["end"] = time.monotonic()
-        self.store.set(f"c4d/iter/{self.rank}/{iteration}", json.dumps(self.record))
+        self.store.set(f"{self.prefix}/iter/{self.rank}/{iteration}", json.dumps(self.record))
 
 
 def _die_with_parent() -> None:
@@ -247,8 +335,10 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _rank_main(rank: int, port: int, config: JobConfig, fault: Fault | None, onset: object, seed: int) -> None:
-    """One rank of the job: join the group, iterate, report timings to the store, leave."""
+def _rank_main(
+    rank: int, port: int, config: JobConfig, faults: Sequence[Fault | None], onset: object, seed: int
+) -> None:
+    """One rank of the job: join the group, run every episode, report timings to the store, leave."""
     _die_with_parent()
     signal.alarm(int(config.job_timeout_s) + 5)  # never outlive the job's hard limit
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
@@ -258,28 +348,33 @@ def _rank_main(rank: int, port: int, config: JobConfig, fault: Fault | None, ons
     dist.init_process_group(
         "gloo", store=dist.PrefixStore("pg", store), rank=rank, world_size=config.n_ranks, timeout=timeout
     )
-    comm = InstrumentedComm(rank, config.n_ranks, store, FaultyTransport(rank, fault, config.link_ms))
+    transport = FaultyTransport(rank, config, onset)
+    comm = InstrumentedComm(rank, config, store, transport)
     store.set(f"c4d/ready/{rank}", "1")  # joined: from now on the master expects progress
     generator = torch.Generator().manual_seed(seed * 1000 + rank)
     weights = torch.randn(32, 32, generator=generator)
     gradient = torch.zeros(config.grad_numel)
     payload = torch.ones(config.probe_numel)
     compute_s = config.compute_ms / 1000.0
-    for iteration in range(config.iterations):
-        comm.begin(iteration)
-        # "compute": a little real work, then the accelerator time it stands for
-        gradient.normal_(generator=generator).mul_(float((weights @ weights).abs().mean()))
-        faulty = fault is not None and fault.rank == rank and iteration >= fault.start
-        time.sleep(compute_s + (config.fault_ms / 1000.0 if faulty and fault.kind == "slow_compute" else 0.0))
-        if faulty and fault.kind == "hang":
-            onset[rank] = time.monotonic()  # ground truth for the evaluation; C4D never reads it
-            time.sleep(config.job_timeout_s + 10)  # stuck until the master kills the job
-        reduced = comm.all_reduce(gradient, iteration)
-        # a checksum so that tests can verify the sum: Σ_r own_r must equal every rank's reduced total
-        comm.record["own"], comm.record["reduced"] = float(gradient.double().sum()), float(reduced.double().sum())
-        comm.probe_all(payload)
-        dist.barrier()  # the framework's own step boundary (not instrumented, not faulty)
-        comm.publish(iteration)
+    for episode, fault in enumerate(faults):
+        transport.fault = fault
+        for iteration in range(config.iterations):
+            comm.begin(episode, iteration)
+            # "compute": a little real work, then the accelerator time it stands for
+            gradient.normal_(generator=generator).mul_(float((weights @ weights).abs().mean()))
+            faulty = fault is not None and fault.rank == rank and iteration >= fault.start
+            extra = config.size_ms(fault) / 1000.0 if faulty and fault.kind == "slow_compute" else 0.0
+            time.sleep(compute_s + extra)
+            if faulty and fault.kind == "hang":
+                onset[rank] = time.monotonic()  # ground truth for the evaluation; C4D never reads it
+                time.sleep(config.job_timeout_s + 10)  # stuck until the master kills the job
+            reduced = comm.all_reduce(gradient, iteration)
+            # a checksum so that tests can verify the sum: Σ_r own_r must equal every rank's reduced total
+            comm.record["own"], comm.record["reduced"] = float(gradient.double().sum()), float(reduced.double().sum())
+            if config.ping_mesh:
+                comm.probe_all(payload)
+            dist.barrier()  # the framework's own step boundary (not instrumented, not faulty)
+            comm.publish(iteration)
     store.set(f"c4d/done/{rank}", "1")
     dist.destroy_process_group()
 
@@ -291,15 +386,17 @@ def _rank_main(rank: int, port: int, config: JobConfig, fault: Fault | None, ons
 
 @dataclass
 class Reports:
-    """Everything the ranks reported, as arrays (NaN where a rank never reported).
+    """Everything the ranks reported in one episode, as arrays (NaN where a rank never reported).
 
     begin[r, t], end[r, t]: the start and end of iteration t on rank r (seconds, monotonic clock);
     enter[r, t], exit[r, t]: its all-reduce; own[r, t], reduced[r, t]: the sum of the rank's gradient
     before and after the all-reduce (a checksum: Σ_r own[r, t] = reduced[q, t] for every q);
-    sent[i, j, t]: when sender i was ready to send probe i → j; posted[i, j, t] and
-    arrived[i, j, t]: when receiver j posted the receive and when the data arrived.
-    stalled: the master saw no new report for `stall_timeout_s` before every rank finished;
-    watched_until: the master's clock when it stopped watching.
+    sent[i, j, t, p]: when sender i handed the collective's phase-p message i → j over;
+    posted[i, j, t, p] and arrived[i, j, t, p]: when receiver j posted that receive and when the
+    data arrived; pending[i, j, t]: the phase in which receiver j reported still waiting for i
+    (NaN: it did not); probe_sent, probe_posted, probe_arrived [i, j, t]: the ping-mesh variant's
+    probes (NaN without it). stalled: the master saw no new report for `stall_timeout_s` before
+    every rank finished; watched_until: the master's clock when it stopped watching.
     """
 
     begin: np.ndarray
@@ -311,6 +408,10 @@ class Reports:
     sent: np.ndarray
     posted: np.ndarray
     arrived: np.ndarray
+    pending: np.ndarray
+    probe_sent: np.ndarray
+    probe_posted: np.ndarray
+    probe_arrived: np.ndarray
     stalled: bool
     watched_until: float
 
@@ -318,48 +419,76 @@ class Reports:
     def n_ranks(self) -> int:
         return self.enter.shape[0]
 
-    def transfer_ms(self) -> np.ndarray:
-        """Transfer time of every probe, T[i, j, t] = arrived − max(sent, posted), in ms (NaN on i = j)."""
-        start = np.fmax(self.sent, self.posted)
-        return (self.arrived - start) * 1000.0
+    def transfer_ms(self, source: str = "collective") -> np.ndarray:
+        """Transfer times T = arrived − max(sent, posted) in ms: [i, j, t, phase] of the collective's
+        messages, or [i, j, t] of the ping mesh's probes (NaN on i = j)."""
+        if source == "collective":
+            return (self.arrived - np.fmax(self.sent, self.posted)) * 1000.0
+        if source == "ping_mesh":
+            return (self.probe_arrived - np.fmax(self.probe_sent, self.probe_posted)) * 1000.0
+        raise ValueError(f"source must be 'collective' or 'ping_mesh', got {source!r}")
 
     def complete_iterations(self) -> np.ndarray:
         """Indices of iterations that every rank reported in full."""
         full = np.isfinite(self.exit).all(axis=0)
         return np.flatnonzero(full)
 
+    def prefix(self, k: int) -> Reports:
+        """The reports as the master had them after the first `k` iterations (no stall yet)."""
+        arrays = {}
+        for name in ("begin", "end", "enter", "exit", "own", "reduced"):
+            arrays[name] = getattr(self, name).copy()
+            arrays[name][:, k:] = np.nan
+        for name in ("sent", "posted", "arrived", "pending", "probe_sent", "probe_posted", "probe_arrived"):
+            arrays[name] = getattr(self, name).copy()
+            arrays[name][:, :, k:] = np.nan
+        return replace(self, **arrays, stalled=False)
+
 
 @dataclass
 class JobRun:
-    """One job's outcome: the reports, the master's timing, and the ground truth for evaluation."""
+    """One episode's outcome: the reports, the master's timing, and the ground truth for evaluation."""
 
     reports: Reports
     fault: Fault | None
-    wall_s: float  # the whole job, start of the first rank to the last rank reaped
-    hang_onset: float  # monotonic time the hung rank stopped (NaN when no hang): for evaluation only
+    wall_s: float  # the whole session, start of the first rank to the last rank reaped
+    hang_onset: float  # monotonic time the hang began (NaN when no hang): for evaluation only
     stall_detected: float  # monotonic time the master declared a stall (NaN when none)
+    last_progress: float = math.nan  # the master's clock at the last new report before it declared the stall
     exitcodes: list[int | None] = field(default_factory=list)
 
 
-def _collect(store: dist.Store, n: int, iterations: int) -> dict[str, np.ndarray]:
-    shape2, shape3 = (n, iterations), (n, n, iterations)
+def _collect(store: dist.Store, n: int, iterations: int, episode: int) -> dict[str, np.ndarray]:
+    shape2, shape3, shape4 = (n, iterations), (n, n, iterations), (n, n, iterations, len(PHASES))
     out = {name: np.full(shape2, np.nan) for name in ("begin", "end", "enter", "exit", "own", "reduced")}
-    out |= {name: np.full(shape3, np.nan) for name in ("sent", "posted", "arrived")}
+    out |= {name: np.full(shape4, np.nan) for name in ("sent", "posted", "arrived")}
+    out |= {name: np.full(shape3, np.nan) for name in ("pending", "probe_sent", "probe_posted", "probe_arrived")}
+    prefix = f"c4d/{episode}"
     for rank in range(n):
         for t in range(iterations):
-            enter_key, iter_key = f"c4d/enter/{rank}/{t}", f"c4d/iter/{rank}/{t}"
+            enter_key, iter_key, pending_key = (f"{prefix}/{k}/{rank}/{t}" for k in ("enter", "iter", "pending"))
             if store.check([enter_key]):
                 out["enter"][rank, t] = float(store.get(enter_key).decode())
+            if store.check([pending_key]):
+                waiting = json.loads(store.get(pending_key).decode())
+                out["pending"][waiting["from"], rank, t] = waiting["phase"]
             if not store.check([iter_key]):
                 continue
             record = json.loads(store.get(iter_key).decode())
             for name in ("begin", "end", "exit", "own", "reduced"):
                 out[name][rank, t] = record[name]
-            for j, ready in record["sent"].items():
-                out["sent"][rank, int(j), t] = ready
-            for i, (posted, arrived) in record["received"].items():
-                out["posted"][int(i), rank, t] = posted
-                out["arrived"][int(i), rank, t] = arrived
+            for phase, sent in record["sent"].items():
+                for j, handed in sent.items():
+                    out["sent"][rank, int(j), t, int(phase)] = handed
+            for phase, received in record["received"].items():
+                for i, (posted, arrived) in received.items():
+                    out["posted"][int(i), rank, t, int(phase)] = posted
+                    out["arrived"][int(i), rank, t, int(phase)] = arrived
+            for j, ready in record["probe_sent"].items():
+                out["probe_sent"][rank, int(j), t] = ready
+            for i, (posted, arrived) in record["probe_received"].items():
+                out["probe_posted"][int(i), rank, t] = posted
+                out["probe_arrived"][int(i), rank, t] = arrived
     return out
 
 
@@ -370,24 +499,35 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def run_job(config: JobConfig | None = None, fault: Fault | None = None, *, seed: int = 0) -> JobRun:
-    """Run the job as real processes and return what the ranks reported.
-
-    The parent hosts the key-value store and watches it like C4D's master: the job ends when every
-    rank reports done, or when no new report arrives for `stall_timeout_s` (a hang), or at
-    `job_timeout_s`. Every child is then killed if still alive and reaped; no rank outlives the
-    call, whatever happened.
-    """
-    config = config or JobConfig()
-    if not isinstance(config, JobConfig):
-        raise TypeError(f"config must be a JobConfig, got {type(config).__name__}")
-    if fault is not None:
+def _check_faults(config: JobConfig, faults: Sequence[Fault | None]) -> None:
+    if not faults:
+        raise ValueError("a session needs at least one episode")
+    for k, fault in enumerate(faults):
+        if fault is None:
+            continue
         if not isinstance(fault, Fault):
             raise TypeError(f"fault must be a Fault or None, got {type(fault).__name__}")
         if fault.rank >= config.n_ranks or (fault.peer is not None and fault.peer >= config.n_ranks):
             raise ValueError(f"fault ranks must be < n_ranks = {config.n_ranks}, got {fault}")
         if fault.start >= config.iterations:
             raise ValueError(f"fault start must be < iterations = {config.iterations}, got {fault.start}")
+        if fault.kind in HANG_KINDS and k != len(faults) - 1:
+            raise ValueError(f"a hang ends the job, so it must be the last episode, got {fault} at episode {k}")
+
+
+def run_session(config: JobConfig | None, faults: Sequence[Fault | None], *, seed: int = 0) -> list[JobRun]:
+    """Run one job as real processes through one episode per fault (None: healthy) and return each episode.
+
+    The parent hosts the key-value store and watches it like C4D's master: the job ends when every
+    rank reports done, or when no new report arrives for `stall_timeout_s` (a hang), or at
+    `job_timeout_s`. Every child is then killed if still alive and reaped; no rank outlives the
+    call, whatever happened. A hang can only be the last episode; episodes after a stall are not run.
+    """
+    config = config or JobConfig()
+    if not isinstance(config, JobConfig):
+        raise TypeError(f"config must be a JobConfig, got {type(config).__name__}")
+    faults = list(faults)
+    _check_faults(config, faults)
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     context = mp.get_context("fork")
@@ -397,10 +537,10 @@ def run_job(config: JobConfig | None = None, fault: Fault | None = None, *, seed
     port = _free_port()
     started = time.monotonic()
     processes = [
-        context.Process(target=_rank_main, args=(r, port, config, fault, onset, seed), daemon=True)
+        context.Process(target=_rank_main, args=(r, port, config, faults, onset, seed), daemon=True)
         for r in range(config.n_ranks)
     ]
-    stalled, stall_detected = False, math.nan
+    stalled, stall_detected, last_change = False, math.nan, math.nan
     store = None
     try:
         for p in processes:
@@ -441,7 +581,7 @@ def run_job(config: JobConfig | None = None, fault: Fault | None = None, *, seed
                 break
             time.sleep(0.01)
         watched_until = time.monotonic()
-        arrays = _collect(store, config.n_ranks, config.iterations)
+        episodes = [_collect(store, config.n_ranks, config.iterations, e) for e in range(len(faults))]
     finally:
         finished = store is not None and store.check([f"c4d/done/{r}" for r in range(config.n_ranks)])
         stalled_or_failed = stalled or not finished
@@ -454,14 +594,31 @@ def run_job(config: JobConfig | None = None, fault: Fault | None = None, *, seed
             if p.pid is not None:
                 p.join(timeout=5.0)
     hang_onsets = [x for x in onset if not math.isnan(x)]
-    return JobRun(
-        reports=Reports(**arrays, stalled=stalled, watched_until=watched_until),
-        fault=fault,
-        wall_s=time.monotonic() - started,
-        hang_onset=min(hang_onsets) if hang_onsets else math.nan,
-        stall_detected=stall_detected,
-        exitcodes=[p.exitcode for p in processes],
-    )
+    wall_s = time.monotonic() - started
+    runs = []
+    for arrays, fault in zip(episodes, faults, strict=True):
+        if not (np.isfinite(arrays["begin"]).any() or np.isfinite(arrays["enter"]).any()):
+            break  # never started: an earlier episode stalled
+        is_stalled = stalled and not np.isfinite(arrays["exit"]).all()
+        runs.append(
+            JobRun(
+                reports=Reports(**arrays, stalled=is_stalled, watched_until=watched_until),
+                fault=fault,
+                wall_s=wall_s,
+                hang_onset=min(hang_onsets) if hang_onsets and is_stalled else math.nan,
+                stall_detected=stall_detected if is_stalled else math.nan,
+                last_progress=last_change if is_stalled else math.nan,
+                exitcodes=[p.exitcode for p in processes],
+            )
+        )
+        if is_stalled:
+            break
+    return runs
+
+
+def run_job(config: JobConfig | None = None, fault: Fault | None = None, *, seed: int = 0) -> JobRun:
+    """Run the job as real processes with one fault (or none) and return what the ranks reported."""
+    return run_session(config, [fault], seed=seed)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -471,7 +628,12 @@ def run_job(config: JobConfig | None = None, fault: Fault | None = None, *, seed
 
 @dataclass(frozen=True)
 class Thresholds:
-    """C4D's decision thresholds (milliseconds), set well below the faults and above the noise."""
+    """C4D's decision thresholds (milliseconds), above the noise of a healthy job (the baseline uses `late_ms` too).
+
+    On the healthy episodes of calibration seeds 1000–1011 (default config, a loaded two-core machine) the
+    largest median enter lateness was 6.1 ms and the largest latency-matrix cell 5.2 ms above the median:
+    each threshold sits about twice above its noise. The faults are drawn over 2–40 ms, so many fall below.
+    """
 
     late_ms: float = 15.0  # a rank entering the collective this much later than the others is a straggler
     slow_cell_ms: float = 10.0  # a connection this much slower than the matrix's median is slow
@@ -513,15 +675,20 @@ def enter_lateness_ms(reports: Reports) -> np.ndarray:
     return np.median((enter - enter.min(axis=0)) * 1000.0, axis=1)
 
 
-def latency_matrix(reports: Reports) -> np.ndarray:
-    """M[i, j]: the median over complete iterations of the probe transfer time i → j, in ms (NaN on i = j)."""
+def latency_matrix(reports: Reports, source: str = "collective") -> np.ndarray:
+    """M[i, j]: the median transfer time i → j over complete iterations, in ms (NaN on i = j).
+
+    source 'collective': every message of the all-reduce on that connection (both phases), the
+    collective's own concurrent traffic; 'ping_mesh': the variant's dedicated probes.
+    """
     full = reports.complete_iterations()
     n = reports.n_ranks
     if full.size == 0:
         return np.full((n, n), np.nan)
+    T = reports.transfer_ms(source)[:, :, full]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a connection never probed stays NaN
-        M = np.nanmedian(reports.transfer_ms()[:, :, full], axis=2)
+        warnings.simplefilter("ignore", RuntimeWarning)  # a connection never measured stays NaN
+        M = np.nanmedian(T.reshape(n, n, -1), axis=2)
     M[np.arange(n), np.arange(n)] = np.nan
     return M
 
@@ -552,40 +719,53 @@ def _names(values: Sequence[object]) -> str:
     return ", ".join(str(v) for v in values)
 
 
-def diagnose(reports: Reports, thresholds: Thresholds | None = None) -> Diagnosis:
+def _hang(reports: Reports, connections: bool) -> Diagnosis | None:
+    """The hang rules on a stalled job's first incomplete iteration (None when the job did not stall)."""
+    if not reports.stalled:
+        return None
+    incomplete = np.flatnonzero(~np.isfinite(reports.exit).all(axis=0))
+    if not incomplete.size:
+        return None
+    t = int(incomplete[0])
+    entered = np.isfinite(reports.enter[:, t])
+    missing = tuple(int(r) for r in np.flatnonzero(~entered))
+    if missing:
+        return Diagnosis(
+            "non_communication_hang",
+            ranks=missing,
+            evidence=f"iteration {t}: rank {_names(missing)} never entered the all-reduce the others wait in",
+        )
+    if not connections:  # without per-connection timings: blame the last rank to arrive
+        last = int(np.nanargmax(reports.enter[:, t]))
+        return Diagnosis("non_communication_hang", ranks=(last,), evidence=f"iteration {t}: rank {last} arrived last")
+    pending = reports.pending[:, :, t]
+    links: tuple[tuple[int, int], ...] = ()
+    if np.isfinite(pending).any():
+        first = np.nanmin(pending)  # the earliest phase anyone still waits in holds the root cause
+        links = tuple((int(i), int(j)) for i, j in zip(*np.nonzero(pending == first), strict=True))
+    where = ", ".join(f"{i} → {j}" for i, j in links) or "no connection reported"
+    return Diagnosis(
+        "communication_hang", links=links, evidence=f"iteration {t}: every rank entered, none left; waiting on {where}"
+    )
+
+
+def diagnose(reports: Reports, thresholds: Thresholds | None = None, source: str = "collective") -> Diagnosis:
     """Classify and localize an anomaly from the reported timings alone (C4D's master).
 
     1. Hang: the job stalled. In the first incomplete iteration, ranks that never entered the
        collective while others are inside it → non-communication hang of those ranks; if all
-       entered and none left → communication hang.
+       entered and none left → communication hang of the connections the waiting ranks report
+       pending in the earliest phase.
     2. Non-communication slow: one rank's median enter lateness exceeds `late_ms`.
-    3. Communication slow: slow cells of the latency matrix, localized by `localize`.
+    3. Communication slow: slow cells of the latency matrix (from `source`), localized by `localize`.
     4. Otherwise healthy.
     """
     if not isinstance(reports, Reports):
         raise TypeError(f"reports must be Reports, got {type(reports).__name__}")
     thresholds = thresholds or Thresholds()
-    n = reports.n_ranks
-    if reports.stalled:
-        incomplete = np.flatnonzero(~np.isfinite(reports.exit).all(axis=0))
-        if incomplete.size:
-            t = int(incomplete[0])
-            entered = np.isfinite(reports.enter[:, t])
-            missing = tuple(int(r) for r in np.flatnonzero(~entered))
-            if missing and entered.any():
-                return Diagnosis(
-                    "non_communication_hang",
-                    ranks=missing,
-                    evidence=f"iteration {t}: rank {_names(missing)} never entered the all-reduce the others wait in",
-                )
-            if entered.all() and not np.isfinite(reports.exit[:, t]).any():
-                return Diagnosis(
-                    "communication_hang", evidence=f"iteration {t}: every rank entered the all-reduce, none left"
-                )
-            if not entered.any():
-                return Diagnosis(
-                    "non_communication_hang", ranks=tuple(range(n)), evidence=f"iteration {t}: no rank entered"
-                )
+    hang = _hang(reports, connections=True)
+    if hang is not None:
+        return hang
     lateness = enter_lateness_ms(reports)
     late = np.flatnonzero(lateness > thresholds.late_ms)
     if late.size:
@@ -597,12 +777,64 @@ def diagnose(reports: Reports, thresholds: Thresholds | None = None) -> Diagnosi
                 f"rank {_names(ranks)} enters the all-reduce {_names(np.round(lateness[late], 1))} ms after the first"
             ),
         )
-    M = latency_matrix(reports)
-    mask = slow_cells(M, thresholds)
+    mask = slow_cells(latency_matrix(reports, source), thresholds)
     if mask.any():
         ranks, links, evidence = localize(mask)
         return Diagnosis("communication_slow", ranks=ranks, links=links, evidence=evidence)
     return Diagnosis("healthy", evidence="no late rank, no slow connection")
+
+
+def last_arrival(reports: Reports, thresholds: Thresholds | None = None) -> Diagnosis:
+    """The strongest baseline without per-connection timings: per-rank compute time (last arrival).
+
+    A stalled job: the ranks that never entered the collective, or else the last to enter. Otherwise
+    the ranks whose median enter lateness (their compute time beyond the earliest rank's) exceeds
+    the same `late_ms` as C4D's; otherwise healthy. It cannot tell a communication fault.
+    """
+    if not isinstance(reports, Reports):
+        raise TypeError(f"reports must be Reports, got {type(reports).__name__}")
+    thresholds = thresholds or Thresholds()
+    hang = _hang(reports, connections=False)
+    if hang is not None:
+        return hang
+    lateness = enter_lateness_ms(reports)
+    late = tuple(int(r) for r in np.flatnonzero(lateness > thresholds.late_ms))
+    if late:
+        return Diagnosis("non_communication_slow", ranks=late, evidence=f"rank {_names(late)} arrives last")
+    return Diagnosis("healthy", evidence="no late rank")
+
+
+def permute_connections(reports: Reports, seed: int) -> Reports:
+    """The reports with the per-connection timings' rank labels scrambled (a falsifier's input).
+
+    The sender and receiver labels of every message, probe and pending report are relabelled by
+    one random permutation of the ranks, drawn so that it moves every rank; per-rank enter and
+    exit times stay. A detector reading these still sees that a connection is slow, not which.
+    """
+    n = reports.n_ranks
+    rng = np.random.default_rng([seed, 0xD])
+    shift = int(rng.integers(1, n))
+    perm = (np.arange(n) + shift) % n  # a cyclic shift: no rank keeps its label
+    arrays = {}
+    for name in ("sent", "posted", "arrived", "pending", "probe_sent", "probe_posted", "probe_arrived"):
+        arrays[name] = getattr(reports, name)[perm][:, perm]
+    return replace(reports, **arrays)
+
+
+def iterations_to_detection(
+    reports: Reports, fault: Fault, detector: str = "c4d", thresholds: Thresholds | None = None
+) -> float:
+    """How many iterations the detector needs: the smallest k from which every prefix of k or more
+    complete iterations is diagnosed exactly right (NaN when even the whole episode is not)."""
+    full = len(reports.complete_iterations())
+    judge = diagnose if detector == "c4d" else last_arrival
+    right = [judge(reports.prefix(k), thresholds).matches(fault) for k in range(1, full + 1)]
+    if not right or not right[-1]:
+        return math.nan
+    k = len(right)
+    while k > 1 and right[k - 2]:
+        k -= 1
+    return float(k)
 
 
 def collective_time_ms(reports: Reports) -> np.ndarray:
@@ -620,7 +852,7 @@ def collective_time_ms(reports: Reports) -> np.ndarray:
 
 
 def slowest_collective(reports: Reports) -> int:
-    """The naive baseline: blame the rank whose collectives took longest (median over iterations)."""
+    """The naive rule: blame the rank whose collectives took longest (median over iterations)."""
     if not isinstance(reports, Reports):
         raise TypeError(f"reports must be Reports, got {type(reports).__name__}")
     return int(np.argmax(collective_time_ms(reports)))
@@ -631,18 +863,31 @@ def detection_latency_s(job: JobRun) -> float:
     return job.stall_detected - job.hang_onset
 
 
-def draw_faults(config: JobConfig, seed: int, kinds: Sequence[str] = FAULT_KINDS) -> list[Fault]:
-    """One fault per kind with a random culprit (and a random peer for a slow link) and start."""
+def draw_faults(
+    config: JobConfig,
+    seed: int,
+    kinds: Sequence[str] = FAULT_KINDS,
+    sizes_ms: tuple[float, float] | None = None,
+) -> list[Fault]:
+    """One fault per kind with a random culprit (a random peer for a faulty link) and start.
+
+    sizes_ms = (lo, hi): every slow fault gets a size drawn log-uniformly in [lo, hi] ms; None keeps
+    the job's defaults.
+    """
     rng = np.random.default_rng(seed)
     faults = []
     for kind in kinds:
         rank = int(rng.integers(config.n_ranks))
         peer = None
-        if kind == "slow_link":
+        if kind in LINK_KINDS:
             peer = int((rank + 1 + rng.integers(config.n_ranks - 1)) % config.n_ranks)
         # a hang strikes mid-job, after some healthy iterations; slow faults are present throughout
-        start = int(rng.integers(2, config.iterations - 1)) if kind == "hang" else 0
-        faults.append(Fault(kind, rank, peer, start))
+        start = int(rng.integers(2, config.iterations - 1)) if kind in HANG_KINDS else 0
+        size = None
+        if sizes_ms is not None and kind in SLOW_KINDS:
+            lo, hi = sizes_ms
+            size = float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+        faults.append(Fault(kind, rank, peer, start, size))
     return faults
 
 

@@ -37,12 +37,23 @@ class FabricConfig:
     n_jobs: int = 4  # concurrent ring all-reduce jobs
     ranks_per_job: int = 4  # hosts per job, one rank per host
     ports_per_nic: int = 1  # 2 = a bonded dual-port NIC, each port at half the line rate
+    qps_per_connection: int = 1  # connections (queue pairs) per ring neighbour on every port, each hashed alone
+    background_flows: int = 0  # long flows of other tenants from hosts no job uses, hashed by ECMP, not planned
+    background_bytes: float = 4.0  # bytes of each background flow (several ring steps: it outlasts the step)
     uplink_capacity: float = 1.0  # leaf ↔ spine link capacity, in units of the NIC line rate
     failed_links: tuple[tuple[int, int], ...] = ()  # (leaf, spine) pairs whose links are down
     step_bytes: float = 1.0  # bytes of one ring step per connection (the ideal step time is bytes / 1)
 
     def __post_init__(self) -> None:
-        for name in ("n_leaves", "hosts_per_leaf", "n_spines", "n_jobs", "ranks_per_job", "ports_per_nic"):
+        for name in (
+            "n_leaves",
+            "hosts_per_leaf",
+            "n_spines",
+            "n_jobs",
+            "ranks_per_job",
+            "ports_per_nic",
+            "qps_per_connection",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.n_leaves < 2:
@@ -54,7 +65,12 @@ class FabricConfig:
                 f"n_jobs × ranks_per_job = {self.n_jobs * self.ranks_per_job} exceeds the "
                 f"{self.n_leaves * self.hosts_per_leaf} hosts"
             )
-        if self.uplink_capacity <= 0 or self.step_bytes <= 0:
+        free = self.n_leaves * self.hosts_per_leaf - self.n_jobs * self.ranks_per_job
+        if not 0 <= self.background_flows <= free:
+            raise ValueError(
+                f"background_flows must be in [0, {free}] (one per host no job uses), got {self.background_flows}"
+            )
+        if self.uplink_capacity <= 0 or self.step_bytes <= 0 or self.background_bytes <= 0:
             raise ValueError(
                 f"uplink_capacity and step_bytes must be > 0, got {self.uplink_capacity}, {self.step_bytes}"
             )
@@ -65,12 +81,16 @@ class FabricConfig:
 
 @dataclass
 class Flow:
-    """A directed flow of `size` bytes from host `src` to host `dst`, belonging to `job`."""
+    """A directed flow of `size` bytes from host `src` to host `dst`, belonging to `job` (−1: background).
+
+    demand: the share of the NIC's line rate the flow would take alone (1 / sub-flows per connection).
+    """
 
     src: int
     dst: int
     job: int
     size: float
+    demand: float = 1.0
 
 
 class Fabric:
@@ -123,19 +143,28 @@ def ring_flows(config: FabricConfig, seed: int) -> list[Flow]:
     """The flows of one ring step of every job: each rank sends `step_bytes` to the next.
 
     Jobs get random disjoint hosts (a busy cluster scatters them over leaves) and their ring
-    visits them in a random order. With a bonded NIC each connection is split into one sub-flow
-    per port (C4's multiple connections per peer), each with 1/ports of the bytes.
+    visits them in a random order. Each connection is split into one sub-flow per port of a bonded
+    NIC and per queue pair (C4's multiple connections per peer), each with its share of the bytes.
+    Background flows (job −1) leave hosts no job uses, towards random other hosts.
     """
     rng = np.random.default_rng(seed)
     n_hosts = config.n_leaves * config.hosts_per_leaf
-    hosts = rng.permutation(n_hosts)[: config.n_jobs * config.ranks_per_job]
+    order = rng.permutation(n_hosts)
+    used = config.n_jobs * config.ranks_per_job
+    hosts = order[:used]
+    split = config.ports_per_nic * config.qps_per_connection
     flows = []
     for job in range(config.n_jobs):
         ring = hosts[job * config.ranks_per_job : (job + 1) * config.ranks_per_job]
         for r, src in enumerate(ring):
             dst = ring[(r + 1) % len(ring)]
-            for _ in range(config.ports_per_nic):
-                flows.append(Flow(int(src), int(dst), job, config.step_bytes / config.ports_per_nic))
+            for _ in range(split):
+                flows.append(Flow(int(src), int(dst), job, config.step_bytes / split, 1.0 / split))
+    if config.background_flows:
+        background = np.random.default_rng([seed, 0xB6])
+        for src in order[used : used + config.background_flows]:
+            dst = int(background.choice([h for h in range(n_hosts) if h != src]))
+            flows.append(Flow(int(src), dst, -1, config.background_bytes, 1.0))
     return flows
 
 
@@ -159,17 +188,13 @@ def ecmp_paths(flows: Sequence[Flow], fabric: Fabric, seed: int) -> list[tuple[L
 
 
 def link_loads(flows: Sequence[Flow], paths: Sequence[tuple[Link, ...]], fabric: Fabric) -> dict[Link, float]:
-    """Offered load of every used link: Σ over its flows of the flow's line-rate demand / capacity.
-
-    A flow's demand is the line rate of its NIC share (1 / ports_per_nic of the NIC).
-    """
-    demand = 1.0 / fabric.config.ports_per_nic
+    """Offered load of every used link: Σ over its flows of the flow's line-rate demand / capacity."""
     loads: dict[Link, float] = {}
-    for path in paths:
+    for flow, path in zip(flows, paths, strict=True):
         for link in path:
             capacity = fabric.capacity(link)
             if np.isfinite(capacity):
-                loads[link] = loads.get(link, 0.0) + demand / capacity
+                loads[link] = loads.get(link, 0.0) + flow.demand / capacity
     return loads
 
 
@@ -186,7 +211,8 @@ def load_lower_bound(flows: Sequence[Flow], fabric: Fabric) -> float:
     flows over m equal links put at least ⌈n / m⌉ flows on one of them. The same holds into a leaf.
     """
     c = fabric.config
-    demand = 1.0 / c.ports_per_nic
+    flows = [f for f in flows if f.job >= 0]
+    demand = 1.0 / (c.ports_per_nic * c.qps_per_connection)
     bound = 0.0
     for leaf in range(c.n_leaves):
         ups = [s for s in range(c.n_spines) if (leaf, s) not in c.failed_links]
@@ -199,89 +225,113 @@ def load_lower_bound(flows: Sequence[Flow], fabric: Fabric) -> float:
     for host in range(fabric.n_hosts):
         for n in (sum(f.src == host for f in flows), sum(f.dst == host for f in flows)):
             if n:
-                bound = max(bound, -(-n // c.ports_per_nic) * demand / port_capacity)
+                per_port = -(-n // c.ports_per_nic)
+                bound = max(bound, per_port * demand / port_capacity)
     return bound
 
 
-def plan_paths(flows: Sequence[Flow], fabric: Fabric, *, restarts: int = 20, seed: int = 0) -> list[tuple[Link, ...]]:
-    """C4P: choose every flow's path to minimize the maximum link load (then the sum of squares).
+def background_paths(flows: Sequence[Flow], fabric: Fabric, seed: int) -> dict[int, tuple[Link, ...]]:
+    """The paths of the background flows (job −1): hashed by ECMP once per placement, the same for every arm."""
+    drawn = ecmp_paths(flows, fabric, seed * 7919 + 17)
+    return {i: drawn[i] for i, f in enumerate(flows) if f.job < 0}
 
-    Greedy placement (each flow on the path whose busiest link is least loaded so far), then local
-    search: move one flow, or swap the paths of two flows between the same leaves, while that
-    lowers (max load, Σ load²); restart from shuffled orders and keep the best. It stops as soon
-    as the max load reaches `load_lower_bound` (1 on a non-blocking fabric: no link over capacity).
+
+def random_paths(flows: Sequence[Flow], fabric: Fabric, seed: int) -> list[tuple[Link, ...]]:
+    """A plan that reads no loads: every job flow on a path drawn uniformly from its group (a falsifier)."""
+    return ecmp_paths(flows, fabric, seed * 104_729 + 3)
+
+
+def plan_paths(
+    flows: Sequence[Flow],
+    fabric: Fabric,
+    *,
+    fixed: dict[int, tuple[Link, ...]] | None = None,
+    restarts: int = 20,
+    seed: int = 0,
+) -> list[tuple[Link, ...]]:
+    """C4P: choose every job flow's path to minimize the maximum link load (then the sum of squares).
+
+    Flows listed in `fixed` (index → path: the background traffic C4P does not steer) keep their
+    paths and load their links from the start. Greedy placement (each flow on the path whose
+    busiest link is least loaded so far), then local search: move one flow, or swap the paths of
+    two flows, while that lowers (max load, Σ load²); restart from shuffled orders and keep the
+    best. It stops as soon as the max load reaches `load_lower_bound` (1 on a non-blocking fabric).
     """
+    fixed = dict(fixed or {})
     groups = [fabric.candidate_paths(f.src, f.dst) for f in flows]
+    free = [i for i in range(len(flows)) if i not in fixed]
     target = max(load_lower_bound(flows, fabric), 1.0) + 1e-9
     rng = np.random.default_rng(seed)
-    demand = 1.0 / fabric.config.ports_per_nic
     best, best_score = None, (np.inf, np.inf)
     for attempt in range(max(1, restarts)):
-        order = np.arange(len(flows)) if attempt == 0 else rng.permutation(len(flows))
+        order = list(free) if attempt == 0 else [free[k] for k in rng.permutation(len(free))]
         choice = [0] * len(flows)
         loads: dict[Link, float] = {}
 
-        def add(path: tuple[Link, ...], sign: float, loads: dict[Link, float] = loads) -> None:
+        def add(i: int, path: tuple[Link, ...], sign: float, loads: dict[Link, float] = loads) -> None:
             for link in path:
                 capacity = fabric.capacity(link)
                 if np.isfinite(capacity):
-                    loads[link] = loads.get(link, 0.0) + sign * demand / capacity
+                    loads[link] = loads.get(link, 0.0) + sign * flows[i].demand / capacity
 
+        for i, path in fixed.items():
+            add(i, path, +1.0)
         for i in order:
             # greedy: the path whose busiest link would be least loaded
             costs = [max((loads.get(link, 0.0) for link in p), default=0.0) for p in groups[i]]
             choice[i] = int(np.argmin(costs))
-            add(groups[i][choice[i]], +1.0)
+            add(i, groups[i][choice[i]], +1.0)
         score = _score(loads)
         improved = True
         while improved:
             improved = False
-            for i in range(len(flows)):
+            for i in free:
                 for k in range(len(groups[i])):
                     if k == choice[i]:
                         continue
-                    add(groups[i][choice[i]], -1.0)
-                    add(groups[i][k], +1.0)
+                    add(i, groups[i][choice[i]], -1.0)
+                    add(i, groups[i][k], +1.0)
                     new = _score(loads)
                     if new < score:
                         choice[i], score, improved = k, new, True
                     else:
-                        add(groups[i][k], -1.0)
-                        add(groups[i][choice[i]], +1.0)
+                        add(i, groups[i][k], -1.0)
+                        add(i, groups[i][choice[i]], +1.0)
             if not improved and score[0] > target:
                 # swaps: two flows change paths together (a 2-step Kempe move), only while over the bound
-                for i in range(len(flows)):
-                    for j in range(i + 1, len(flows)):
-                        if len(groups[i]) < 2 or len(groups[j]) < 2:
-                            continue
-                        for ki in range(len(groups[i])):
-                            for kj in range(len(groups[j])):
-                                if ki == choice[i] and kj == choice[j]:
-                                    continue
-                                old = (choice[i], choice[j])
-                                add(groups[i][old[0]], -1.0)
-                                add(groups[j][old[1]], -1.0)
-                                add(groups[i][ki], +1.0)
-                                add(groups[j][kj], +1.0)
-                                new = _score(loads)
-                                if new < score:
-                                    choice[i], choice[j], score, improved = ki, kj, new, True
-                                    break
-                                add(groups[i][ki], -1.0)
-                                add(groups[j][kj], -1.0)
-                                add(groups[i][old[0]], +1.0)
-                                add(groups[j][old[1]], +1.0)
-                            if improved:
-                                break
-                        if improved:
-                            break
-                    if improved:
-                        break
+                improved = _swap(free, groups, choice, add, loads, score)
+                if improved:
+                    score = _score(loads)
         if score < best_score:
             best, best_score = list(choice), score
         if best_score[0] <= target:
             break
-    return [groups[i][k] for i, k in enumerate(best)]
+    return [fixed[i] if i in fixed else groups[i][k] for i, k in enumerate(best)]
+
+
+def _swap(free, groups, choice, add, loads, score) -> bool:
+    """Try every pair of flows on every pair of paths; apply the first move that lowers the score."""
+    for a, i in enumerate(free):
+        for j in free[a + 1 :]:
+            if len(groups[i]) < 2 or len(groups[j]) < 2:
+                continue
+            for ki in range(len(groups[i])):
+                for kj in range(len(groups[j])):
+                    if ki == choice[i] and kj == choice[j]:
+                        continue
+                    old = (choice[i], choice[j])
+                    add(i, groups[i][old[0]], -1.0)
+                    add(j, groups[j][old[1]], -1.0)
+                    add(i, groups[i][ki], +1.0)
+                    add(j, groups[j][kj], +1.0)
+                    if _score(loads) < score:
+                        choice[i], choice[j] = ki, kj
+                        return True
+                    add(i, groups[i][ki], -1.0)
+                    add(j, groups[j][kj], -1.0)
+                    add(i, groups[i][old[0]], +1.0)
+                    add(j, groups[j][old[1]], +1.0)
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,7 +412,7 @@ def simulate(flows: Sequence[Flow], paths: Sequence[tuple[Link, ...]], fabric: F
 
 def job_step_times(flows: Sequence[Flow], run: FlowRun, ideal: float) -> np.ndarray:
     """Per job, its ring step time (its slowest flow's finish) relative to the ideal step time."""
-    jobs = sorted({f.job for f in flows})
+    jobs = sorted({f.job for f in flows if f.job >= 0})
     return np.array([max(run.finish[i] for i, f in enumerate(flows) if f.job == j) / ideal for j in jobs])
 
 

@@ -1,0 +1,407 @@
+"""The C4 experiment: the real job under every fault kind and size, both detectors, the modelled downtime, the fabric.
+
+Every seed runs two sessions of the real job (`diagnose.run_session`). Each starts with a healthy
+episode (its false alarms), then one episode per slow fault kind with a random culprit and a size
+drawn log-uniformly in `Config.fault_sizes_ms` (so the detection rate is measured over fault sizes,
+not at one convenient size), and ends with a hang: a non-communication hang in the first session, a
+communication hang in the second. The second session also runs one fault of each slow kind at
+`control_size_ms`, below both detectors' noise thresholds (the negative control). C4D and the
+last-arrival baseline read the same reports; `Config.detector` says what runs under C4D's name (the
+falsifiers put a scrambled-connection C4D or the baseline there). The downtime model is fed, per
+seed, with the detection time C4D measured on each of those faults. The fabric part compares C4P's
+plan with ECMP over hash seeds on four fabrics; the effect is read on the hard one (2:1
+oversubscribed, two queue pairs per connection, background flows).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from torch.distributed.constants import default_pg_timeout
+
+from toyscale.core.seeding import seed_everything
+
+from . import diagnose
+from .diagnose import (
+    SLOW_KINDS,
+    Diagnosis,
+    Fault,
+    JobConfig,
+    JobRun,
+    Recovery,
+    Thresholds,
+    collective_time_ms,
+    detection_latency_s,
+    draw_faults,
+    effective_training_time,
+    enter_lateness_ms,
+    fault_rate_for_downtime,
+    iterations_to_detection,
+    last_arrival,
+    latency_matrix,
+    permute_connections,
+    run_session,
+    slowest_collective,
+)
+from .plan import (
+    Fabric,
+    FabricConfig,
+    background_paths,
+    ecmp_paths,
+    job_step_times,
+    link_loads,
+    plan_paths,
+    random_paths,
+    ring_flows,
+    simulate,
+)
+
+#: The fabric on which C4P's effect is read: 2:1 oversubscribed (two spines for four hosts per leaf),
+#: two queue pairs per connection (each hashed alone: ECMP's best practice), and four background flows
+#: of other tenants from the hosts the three jobs leave free.
+HARD_FABRIC = {"n_spines": 2, "n_jobs": 3, "qps_per_connection": 2, "background_flows": 4}
+# The fabric variants of the C4P experiment: name → changes to the base FabricConfig
+VARIANTS: dict[str, dict[str, object]] = {
+    "non-blocking fabric": {},
+    "bonded dual-port NICs": {"ports_per_nic": 2},
+    "one leaf-spine link down": {"failed_links": ((0, 0),)},
+    "2:1, 2 QPs, background": HARD_FABRIC,
+}
+HARD = "2:1, 2 QPs, background"
+#: What may run under C4D's name: C4D itself, C4D reading scrambled connection labels, the baseline.
+DETECTORS = ("c4d", "c4d_scrambled", "last_arrival")
+#: What may run under C4P's name: the plan, a plan that reads no loads, ECMP itself.
+PLANNERS = ("c4p", "random", "ecmp")
+PARTS = ("c4d", "c4p")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Toy defaults for the C4 experiment."""
+
+    job: JobConfig = field(default_factory=JobConfig)  # the real multi-process job
+    thresholds: Thresholds = field(default_factory=Thresholds)  # C4D's (and the baseline's) thresholds
+    fault_sizes_ms: tuple[float, float] = (2.0, 40.0)  # slow faults' sizes, drawn log-uniformly per fault
+    control_size_ms: float = 2.0  # the negative control's fault size: below both detectors' thresholds
+    detector: str = "c4d"  # what runs under C4D's name (see DETECTORS; the falsifiers change it)
+    planner: str = "c4p"  # what runs under C4P's name (see PLANNERS; the falsifiers change it)
+    parts: tuple[str, ...] = PARTS  # which halves run: a falsifier runs only the half its claim reads
+    fabric: FabricConfig = field(default_factory=FabricConfig)  # the base leaf-spine fabric and its jobs
+    hash_seeds: int = 40  # ECMP hash seeds drawn per placement (ECMP is reported as a distribution)
+    n_nodes: int = 128  # nodes of the modeled production job (1,024 GPUs at 8 per node)
+    watchdog_s: float = default_pg_timeout.total_seconds()  # the collective watchdog (torch's default, 30 min)
+    manual_diagnosis_s: float = 2 * 3600.0  # an engineer finding the faulty node by hand (assumed)
+    restart_s: float = 600.0  # isolate, reschedule, reload the checkpoint, re-initialize (assumed)
+    checkpoint_interval_s: float = 1800.0  # time between checkpoints; half of it is lost per fault (assumed)
+    iteration_s: float = 10.0  # one production training iteration: a slow fault is seen after k of them (assumed)
+    baseline_downtime: float = 0.31  # the paper's downtime before C4D: calibrates the fault rate
+    rate_multipliers: tuple[float, ...] = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)  # downtime curve
+
+    def __post_init__(self) -> None:
+        for name, kind in (("job", JobConfig), ("thresholds", Thresholds), ("fabric", FabricConfig)):
+            if not isinstance(getattr(self, name), kind):
+                raise TypeError(f"{name} must be a {kind.__name__}, got {type(getattr(self, name)).__name__}")
+        lo, hi = self.fault_sizes_ms
+        if not 0 < lo <= hi:
+            raise ValueError(f"fault_sizes_ms must be 0 < lo <= hi, got {self.fault_sizes_ms}")
+        if self.control_size_ms < 0:
+            raise ValueError(f"control_size_ms must be >= 0, got {self.control_size_ms}")
+        if self.detector not in DETECTORS:
+            raise ValueError(f"detector must be one of {DETECTORS}, got {self.detector!r}")
+        if self.planner not in PLANNERS:
+            raise ValueError(f"planner must be one of {PLANNERS}, got {self.planner!r}")
+        if not self.parts or set(self.parts) - set(PARTS):
+            raise ValueError(f"parts must be a non-empty subset of {PARTS}, got {self.parts}")
+        if self.hash_seeds < 2:
+            raise ValueError(f"hash_seeds must be >= 2 (a distribution), got {self.hash_seeds}")
+        if self.n_nodes < 1:
+            raise ValueError(f"n_nodes must be >= 1, got {self.n_nodes}")
+        for name in ("watchdog_s", "manual_diagnosis_s", "restart_s", "checkpoint_interval_s", "iteration_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0 < self.baseline_downtime < 1:
+            raise ValueError(f"baseline_downtime must be in (0, 1), got {self.baseline_downtime}")
+        if not self.rate_multipliers or min(self.rate_multipliers) <= 0:
+            raise ValueError(f"rate_multipliers must be positive, got {self.rate_multipliers}")
+
+    @classmethod
+    def fast(cls) -> Config:
+        """Fewer iterations per episode and fewer hash seeds, for tests."""
+        return cls(job=JobConfig(iterations=4), hash_seeds=20)
+
+    def watchdog_recovery(self) -> Recovery:
+        """The baseline: the watchdog times out, then an engineer diagnoses by hand."""
+        return Recovery(self.watchdog_s, self.manual_diagnosis_s, self.restart_s, self.checkpoint_interval_s)
+
+
+@dataclass
+class FaultRecord:
+    """One episode of the real job and what each detector said about it."""
+
+    fault: Fault | None
+    reports: diagnose.Reports  # what the ranks reported (the detectors' only input)
+    diagnosis: Diagnosis  # what ran under C4D's name
+    baseline: Diagnosis  # the last-arrival baseline
+    c4d_correct: bool
+    baseline_correct: bool
+    blamed: int  # the rank the naive slowest-collective rule blames
+    blamed_correct: bool
+    control: bool  # a negative-control fault (below the detectors' thresholds)
+    size_ms: float  # the fault's size (NaN for a hang or a healthy episode)
+    iterations_to_detection: float  # for a slow fault: iterations C4D needed (NaN: missed)
+    detection_latency_s: float  # for a hang: seconds from its onset to the master's stall verdict
+    diagnose_s: float  # C4D's compute time on the reports
+
+
+@dataclass
+class Result:
+    """Everything one run measured.
+
+    metrics[arm][metric] for the arms 'c4d' (what ran under its name), 'last_arrival',
+    'slowest_collective', 'watchdog', 'ecmp', 'c4p'; records: one FaultRecord per episode; timeline:
+    the slow-compute episode's per-rank begin/enter/exit/end of its median iteration (ms);
+    matrices: the latency matrix (ms) of the healthy, slow-link, slow-NIC and slow-ingress
+    episodes; downtime: error-induced downtime against faults per node per day for both detectors;
+    step_ratios: per fabric variant, ECMP's per-hash-seed mean step time / ideal and the plan's.
+    """
+
+    config: Config
+    seed: int
+    metrics: dict[str, dict[str, float]]
+    records: list[FaultRecord] = field(default_factory=list)
+    timeline: dict[str, object] = field(default_factory=dict)
+    matrices: dict[str, np.ndarray] = field(default_factory=dict)
+    downtime: dict[str, list[float]] = field(default_factory=dict)
+    step_ratios: dict[str, dict[str, object]] = field(default_factory=dict)
+    planned_max_load: dict[str, float] = field(default_factory=dict)
+
+
+def _timeline(job: JobRun) -> dict[str, object]:
+    """The per-rank phases (ms from the earliest begin) of the job's median complete iteration."""
+    r = job.reports
+    full = r.complete_iterations()
+    durations = np.nanmax(r.end[:, full], axis=0) - np.nanmin(r.begin[:, full], axis=0)
+    t = int(full[np.argsort(durations)[len(durations) // 2]])
+    origin = float(np.min(r.begin[:, t]))
+    ms = {name: ((getattr(r, name)[:, t] - origin) * 1000.0).tolist() for name in ("begin", "enter", "exit", "end")}
+    return {"iteration": t, "culprit": job.fault.rank if job.fault else None, **ms}
+
+
+def _sessions(config: Config, seed: int) -> list[tuple[list[Fault | None], set[int]]]:
+    """The two sessions' episodes, and which episode indices are control faults."""
+    job = config.job
+    first = draw_faults(job, seed * 2, kinds=(*SLOW_KINDS, "hang"), sizes_ms=config.fault_sizes_ms)
+    second = draw_faults(job, seed * 2 + 1, kinds=(*SLOW_KINDS, "comm_hang"), sizes_ms=config.fault_sizes_ms)
+    control = [
+        Fault(f.kind, f.rank, f.peer, f.start, config.control_size_ms)
+        for f in draw_faults(job, seed * 2 + 10_001, kinds=SLOW_KINDS)
+    ]
+    one = [None, *first]
+    two = [None, *second[:-1], *control, second[-1]]
+    return [(one, set()), (two, set(range(len(second), len(second) + len(control))))]
+
+
+def _judge(config: Config, reports: diagnose.Reports, seed: int) -> Diagnosis:
+    """What runs under C4D's name reads the reports (see `Config.detector`)."""
+    if config.detector == "last_arrival":
+        return last_arrival(reports, config.thresholds)
+    if config.detector == "c4d_scrambled":
+        reports = permute_connections(reports, seed)
+    return diagnose.diagnose(reports, config.thresholds)
+
+
+def _c4d_experiment(config: Config, seed: int) -> tuple[list[FaultRecord], dict, dict]:
+    records, matrices, timeline = [], {}, {}
+    for faults, control in _sessions(config, seed):
+        for index, job in enumerate(run_session(config.job, faults, seed=seed)):
+            fault = job.fault
+            started = time.perf_counter()
+            verdict = _judge(config, job.reports, seed)
+            diagnose_s = time.perf_counter() - started
+            base = last_arrival(job.reports, config.thresholds)
+            blamed = slowest_collective(job.reports)
+            kind = fault.kind if fault else "healthy"
+            slow = fault is not None and fault.kind in SLOW_KINDS
+            itd = np.nan
+            if slow and verdict.matches(fault) and config.detector == "c4d":
+                itd = iterations_to_detection(job.reports, fault, "c4d", config.thresholds)
+            records.append(
+                FaultRecord(
+                    fault=fault,
+                    reports=job.reports,
+                    diagnosis=verdict,
+                    baseline=base,
+                    c4d_correct=verdict.matches(fault),
+                    baseline_correct=base.matches(fault),
+                    blamed=blamed,
+                    blamed_correct=fault is not None and blamed in {fault.rank, fault.peer},
+                    control=index in control,
+                    size_ms=config.job.size_ms(fault) if slow else np.nan,
+                    iterations_to_detection=itd if slow else np.nan,
+                    detection_latency_s=detection_latency_s(job) if fault and not slow else np.nan,
+                    diagnose_s=diagnose_s,
+                )
+            )
+            if index in control:
+                continue
+            if kind in ("healthy", "slow_link", "slow_nic", "slow_ingress") and kind not in matrices:
+                matrices[kind] = latency_matrix(job.reports)
+            if kind == "slow_compute" and not timeline:
+                timeline = _timeline(job)
+                timeline["lateness_ms"] = enter_lateness_ms(job.reports).tolist()
+                timeline["collective_ms"] = collective_time_ms(job.reports).tolist()
+    return records, matrices, timeline
+
+
+def c4d_recovery(config: Config, records: list[FaultRecord]) -> Recovery:
+    """C4D's recovery per fault, fed with what it measured: the mean over the run's faults of each
+    fault's detection time (a hang: the measured stall latency; a slow fault: the iterations it
+    needed × `iteration_s`) and diagnosis time; a fault it got wrong costs the watchdog and the
+    manual search, as in the baseline."""
+    detect, diag = [], []
+    for r in records:
+        if r.fault is None or r.control:
+            continue
+        if not r.c4d_correct:
+            detect.append(config.watchdog_s)
+            diag.append(config.manual_diagnosis_s)
+        elif r.fault.kind in SLOW_KINDS:
+            needed = r.iterations_to_detection if np.isfinite(r.iterations_to_detection) else config.job.iterations
+            detect.append(needed * config.iteration_s)
+            diag.append(r.diagnose_s)
+        else:
+            detect.append(r.detection_latency_s)
+            diag.append(r.diagnose_s)
+    return Recovery(float(np.mean(detect)), float(np.mean(diag)), config.restart_s, config.checkpoint_interval_s)
+
+
+def _detector_metrics(records: list[FaultRecord], correct: str) -> dict[str, float]:
+    faulty = [r for r in records if r.fault is not None and not r.control]
+    slow = [r for r in faulty if r.fault.kind in SLOW_KINDS]
+    healthy = [r for r in records if r.fault is None]
+    control = [r for r in records if r.control]
+    alarm = "diagnosis" if correct == "c4d_correct" else "baseline"
+    return {
+        "accuracy": float(np.mean([getattr(r, correct) for r in faulty])),
+        "slow_detection_rate": float(np.mean([getattr(r, correct) for r in slow])),
+        "false_alarm": float(np.mean([getattr(r, alarm).alarm for r in healthy])),
+        "control_named": float(np.mean([getattr(r, correct) for r in control])),
+    }
+
+
+def _c4d_metrics(config: Config, records: list[FaultRecord]) -> dict[str, dict[str, float]]:
+    watchdog = config.watchdog_recovery()
+    c4d = c4d_recovery(config, records)
+    job_rate = fault_rate_for_downtime(config.baseline_downtime, watchdog)  # faults per hour
+    hangs = [r.detection_latency_s for r in records if r.fault is not None and r.fault.kind not in SLOW_KINDS]
+    itd = [r.iterations_to_detection for r in records if np.isfinite(r.iterations_to_detection)]
+    faulty = [r for r in records if r.fault is not None and not r.control]
+    return {
+        "c4d": {
+            **_detector_metrics(records, "c4d_correct"),
+            "detection_latency_s": float(np.mean(hangs)),
+            "iterations_to_detection": float(np.mean(itd)) if itd else float("nan"),
+            "diagnose_ms": float(max(r.diagnose_s for r in records) * 1000.0),
+            "mean_detect_s": c4d.detect_s,
+            "downtime": 1 - effective_training_time(job_rate, c4d),
+        },
+        "last_arrival": _detector_metrics(records, "baseline_correct"),
+        "slowest_collective": {"accuracy": float(np.mean([r.blamed_correct for r in faulty]))},
+        "watchdog": {
+            "detection_latency_s": watchdog.detect_s,
+            "downtime": 1 - effective_training_time(job_rate, watchdog),
+            "faults_per_node_day": job_rate * 24.0 / config.n_nodes,
+        },
+    }
+
+
+def downtime_curve(config: Config, c4d: Recovery) -> dict[str, list[float]]:
+    """Error-induced downtime of both detectors against the per-node fault rate (the calibrated one × multipliers)."""
+    watchdog = config.watchdog_recovery()
+    job_rate = fault_rate_for_downtime(config.baseline_downtime, watchdog)
+    rates = [m * job_rate * 24.0 / config.n_nodes for m in config.rate_multipliers]
+    per_hour = [r * config.n_nodes / 24.0 for r in rates]
+    return {
+        "faults_per_node_day": rates,
+        "watchdog": [1 - effective_training_time(x, watchdog) for x in per_hour],
+        "c4d": [1 - effective_training_time(x, c4d) for x in per_hour],
+    }
+
+
+def fabric_variant(config: Config, name: str) -> FabricConfig:
+    return FabricConfig(**{**config.fabric.__dict__, **VARIANTS[name]})
+
+
+def _planned(config: Config, flows, fabric: Fabric, fixed: dict, seed: int) -> list[list]:
+    """What runs under C4P's name (see `Config.planner`): the plan (one assignment), or, for the falsifiers,
+    `hash_seeds` draws of a load-blind assignment (uniform paths, or ECMP on other hash seeds)."""
+    if config.planner == "c4p":
+        return [plan_paths(flows, fabric, fixed=fixed, seed=seed)]
+    draws = []
+    for h in range(config.hash_seeds):
+        if config.planner == "random":
+            paths = random_paths(flows, fabric, seed * 100_003 + h)
+        else:
+            paths = ecmp_paths(flows, fabric, seed * 100_003 + config.hash_seeds + h)
+        draws.append([fixed.get(i, p) for i, p in enumerate(paths)])
+    return draws
+
+
+def _c4p_experiment(config: Config, seed: int) -> tuple[dict, dict]:
+    step_ratios, max_loads = {}, {}
+    for name in VARIANTS:
+        fabric_config = fabric_variant(config, name)
+        fabric = Fabric(fabric_config)
+        flows = ring_flows(fabric_config, seed)
+        fixed = background_paths(flows, fabric, seed)
+        ideal = fabric_config.step_bytes  # every flow at the NIC's line rate of 1
+        planned = _planned(config, flows, fabric, fixed, seed)
+        plan_step = [float(job_step_times(flows, simulate(flows, paths, fabric), ideal).mean()) for paths in planned]
+        ecmp = []
+        for h in range(config.hash_seeds):
+            paths = [fixed.get(i, p) for i, p in enumerate(ecmp_paths(flows, fabric, seed * 100_003 + h))]
+            ecmp.append(float(job_step_times(flows, simulate(flows, paths, fabric), ideal).mean()))
+        step_ratios[name] = {"ecmp": ecmp, "c4p": float(np.mean(plan_step))}
+        max_loads[name] = max(link_loads(flows, planned[0], fabric).values())
+    return step_ratios, max_loads
+
+
+def _c4p_metrics(step_ratios: dict, max_loads: dict) -> dict[str, dict[str, float]]:
+    base, hard = step_ratios["non-blocking fabric"], step_ratios[HARD]
+    return {
+        "ecmp": {
+            "step_ratio": float(np.mean(base["ecmp"])),
+            "step_ratio_p95": float(np.percentile(base["ecmp"], 95)),
+            "hard_step_ratio": float(np.mean(hard["ecmp"])),
+            "bonded_step_ratio": float(np.mean(step_ratios["bonded dual-port NICs"]["ecmp"])),
+            "link_down_step_ratio": float(np.mean(step_ratios["one leaf-spine link down"]["ecmp"])),
+        },
+        "c4p": {
+            "step_ratio": base["c4p"],
+            "hard_step_ratio": hard["c4p"],
+            "hard_cut": 1.0 - hard["c4p"] / float(np.mean(hard["ecmp"])),
+            "bonded_step_ratio": step_ratios["bonded dual-port NICs"]["c4p"],
+            "link_down_step_ratio": step_ratios["one leaf-spine link down"]["c4p"],
+            "max_planned_load": max_loads["non-blocking fabric"],
+        },
+    }
+
+
+def run(config: Config | None = None, *, seed: int = 0) -> Result:
+    """Run the real job under every fault, diagnose each episode both ways, model the downtime, and
+    compare ECMP with planned paths on the fabric variants."""
+    config = config or Config()
+    if not isinstance(config, Config):
+        raise TypeError(f"config must be a c4.Config, got {type(config).__name__}")
+    seed_everything(seed)
+    result = Result(config=config, seed=seed, metrics={})
+    if "c4d" in config.parts:
+        result.records, result.matrices, result.timeline = _c4d_experiment(config, seed)
+        result.metrics |= _c4d_metrics(config, result.records)
+        result.downtime = downtime_curve(config, c4d_recovery(config, result.records))
+    if "c4p" in config.parts:
+        result.step_ratios, result.planned_max_load = _c4p_experiment(config, seed)
+        result.metrics |= _c4p_metrics(result.step_ratios, result.planned_max_load)
+    return result
