@@ -38,8 +38,12 @@ def test_a_claim_added_removed_rekinded_or_a_changed_source_is_caught(ledger: di
     first["status"] = "pass" if first["status"] != "pass" else "FAIL"
     assert any("does not follow" in p for p in scorecard.problems(flipped))
     edited = copy.deepcopy(ledger)
-    edited["chapters"]["jrc"]["source"] = "0" * 64
-    assert any("source changed" in p for p in scorecard.problems(edited))
+    edited["chapters"]["jrc"]["fingerprint"]["toyscale.recsys.jrc.experiment"] = "0" * 64
+    assert any("jrc: its code changed" in p and "jrc.experiment changed" in p for p in scorecard.problems(edited))
+    legacy = copy.deepcopy(ledger)
+    legacy["chapters"]["jrc"]["source"] = "0" * 64
+    del legacy["chapters"]["jrc"]["fingerprint"]
+    assert any("predates compute-path fingerprints" in p for p in scorecard.problems(legacy))
     missing = copy.deepcopy(ledger)
     del missing["chapters"]["star"]
     assert any("not the registry's" in p for p in scorecard.problems(missing))

@@ -9,6 +9,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
+
+from .core import store
 
 
 class UnknownChapter(ValueError):
@@ -34,6 +37,15 @@ class Chapter:
         if missing:
             raise TypeError(f"{self.module_name} misses {missing} of the chapter contract")
         return module
+
+    def fingerprint(self, config: Any) -> dict[str, str]:
+        """The fingerprint of what the chapter's claims are computed by at `config` (`core.store`).
+
+        Its compute path starts at the modules that define `run`, `CLAIMS` and `FALSIFIERS`; figures,
+        tables and prose are not on it. Calibration records and the scorecard ledger record it.
+        """
+        roots = [store.defining_module(self.module_name, name) for name in ("run", "CLAIMS", "FALSIFIERS")]
+        return store.fingerprint(roots, config)
 
 
 CHAPTERS: dict[str, Chapter] = {

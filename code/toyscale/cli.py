@@ -23,9 +23,10 @@ from . import scorecard
 from .chapters import CHAPTERS, Chapter, UnknownChapter, get
 from .core import Table, check_results, claims_table, evaluate, set_threads, tally
 from .core.calibration import calibrate
-from .core.claims import BOOK_SEEDS, CALIBRATION_SEED_START, run_seeds
+from .core.claims import run_seeds
 from .core.data import atomic_write_bytes
 from .core.environment import environment
+from .core.seeding import BOOK_SEEDS, CALIBRATION_SEED_START
 from .core.timing import Stopwatch, peak_memory_mb
 from .datasets import ARTIFACTS, DATASETS
 
@@ -175,7 +176,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print()
         print(record.falsifier_table())
     if args.json:
-        _write_json(args.json, {"environment": environment(), **record.as_dict()})
+        fingerprint = chapter.fingerprint(config)
+        _write_json(args.json, {"environment": environment(), "fingerprint": fingerprint, **record.as_dict()})
     return 0
 
 
@@ -269,10 +271,19 @@ def cmd_data(args: argparse.Namespace) -> int:
         with Stopwatch() as watch:
             checksum = artifact.rebuild()
         print(f"rebuilt {artifact.path} in {watch.seconds:.0f} s; sha256: {checksum}")
-        print("Put this fingerprint in its card in data/README.md.")
+        print(
+            "Its code fingerprint is recorded in data/fingerprints.json; put the sha256 in its card in data/README.md."
+        )
         return 0
     rows = [[d.name, ", ".join(d.chapters), d.fingerprint()] for d in DATASETS.values()]
-    rows += [[f"{a.name} (committed: {a.path})", ", ".join(a.chapters), a.fingerprint()] for a in ARTIFACTS.values()]
+    rows += [
+        [
+            f"{a.name} (committed: {a.path}; {'; '.join(a.staleness()) or 'current'})",
+            ", ".join(a.chapters),
+            a.fingerprint(),
+        ]
+        for a in ARTIFACTS.values()
+    ]
     print(Table(["data set", "chapters", "sha256 (see data/README.md)"], rows))
     return 0
 

@@ -6,25 +6,50 @@ holds a data card per data set with that fingerprint, and a test regenerates eac
 compares, so a change to a generator that changes the data cannot land unnoticed.
 `python -m toyscale data` prints the fingerprints.
 
-A few results of long computations (a trained model's weights) are committed instead, as
-*artifacts*: small `.npz` files under data/ written by `core.save_arrays` from a named maker.
-Their cards record the fingerprint of the committed arrays; a test loads each file (which
-verifies its checksum) and compares, without recomputing it.
-`python -m toyscale data --rebuild NAME` runs the maker and rewrites the file.
+A few results of long computations (a trained model's weights, five seeds of a chapter) are
+committed instead, as *artifacts*: small `.npz` files under data/ written by `core.save_arrays`
+from a named maker. Their cards record the checksum of the committed arrays, and
+`data/fingerprints.json` records, for each, the fingerprint of the code that made it
+(`core.store`: every module on the maker's compute path). Loading a file verifies both: a corrupt
+file, or one whose code has changed since it was made, raises an error naming the file, what
+changed and the command that rebuilds it. Nothing is compared with a rerun: on another CPU a rerun
+differs a little, and that says nothing about whether the file is stale.
+`python -m toyscale data --rebuild NAME` runs the maker and rewrites the file and its fingerprint.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .core.data import array_checksum, load_arrays, save_arrays
+from .core import store
+from .core.data import DataError, array_checksum, atomic_write_bytes, load_arrays, save_arrays
+from .core.environment import environment
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: code/toyscale/datasets.py → ../..
+#: What made each committed file: {name: {"sha256", "fingerprint": {module: digest}, "environment"}}.
+MANIFEST = ROOT / "data" / "fingerprints.json"
+
+
+class StaleArtifact(DataError):
+    """A committed file whose code has changed since it was made (its fingerprint differs)."""
+
+
+def manifest(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The recorded fingerprints of the committed files (`MANIFEST`; empty when there is none yet)."""
+    path = path or MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except ValueError as error:
+        raise DataError(f"{path} is not valid JSON ({error}); restore it from git") from error
 
 
 @dataclass(frozen=True)
@@ -84,17 +109,83 @@ class Artifact:
     def rebuild_command(self) -> str:
         return f"python -m toyscale data --rebuild {self.name}"
 
-    def load(self) -> dict[str, np.ndarray]:
-        """The committed arrays, checksum-verified (`core.load_arrays`)."""
+    @property
+    def roots(self) -> list[str]:
+        """The module that defines the maker: where its compute path starts."""
+        module, function = self.maker.split(":")
+        return [store.defining_module(module, function)]
+
+    def code_fingerprint(self) -> dict[str, str]:
+        """The fingerprint of the maker's compute path as the code stands now (`core.store.fingerprint`)."""
+        return store.fingerprint(self.roots)
+
+    def staleness(self, arrays: dict[str, np.ndarray] | None = None) -> list[str]:
+        """Why the committed file is not what the current code makes (empty when it is current).
+
+        Decided by fingerprint, never by rerunning: the same answer on every machine.
+        """
+        recorded = manifest().get(self.name)
+        if recorded is None:
+            return [f"{MANIFEST.name} records no fingerprint for it"]
+        checksum = array_checksum(arrays if arrays is not None else self._verified())
+        if recorded.get("sha256") != checksum:
+            return [f"its fingerprint in {MANIFEST.name} was recorded for another file (checksum differs)"]
+        return store.differences(recorded["fingerprint"], self.code_fingerprint())
+
+    def _verified(self) -> dict[str, np.ndarray]:
         return load_arrays(self.file, rebuild_hint=self.rebuild_command)
+
+    def load(self) -> dict[str, np.ndarray]:
+        """The committed arrays, checksum-verified (`core.load_arrays`) and checked current by fingerprint."""
+        arrays = self._verified()
+        changes = self.staleness(arrays)
+        if changes:
+            raise StaleArtifact(
+                f"data file {self.file} is stale: {'; '.join(changes)}. Rebuild it with: {self.rebuild_command}"
+            )
+        return arrays
 
     def fingerprint(self) -> str:
         """The checksum of the committed arrays (verified on load; nothing is recomputed)."""
-        return array_checksum(self.load())
+        return array_checksum(self._verified())
 
     def rebuild(self, path: Path | None = None) -> str:
-        """Run the maker and write its arrays to `path` (default: the committed file); return the checksum."""
-        return save_arrays(path or self.file, _call(self.maker))
+        """Run the maker and write its arrays to `path` (default: the committed file); return the checksum.
+
+        Rewriting the committed file also records its fingerprint and the environment that made it in
+        the manifest, written after the file (each write atomic): an interrupted rebuild leaves the
+        old file, or a new file that `load` calls stale until the rebuild is run again.
+        """
+        fingerprint = self.code_fingerprint()
+        checksum = save_arrays(path or self.file, _call(self.maker))
+        if path is None:
+            record_fingerprint(self.name, checksum, fingerprint, environment())
+        return checksum
+
+
+def provenance(name: str) -> str:
+    """One line on where a committed file comes from: its path, the machine that made it, and that it is current."""
+    artifact = ARTIFACTS[name]
+    arrays = artifact.load()  # raises, naming the rebuild command, when the file is corrupt or stale
+    made_in = manifest()[name].get("environment") or {}
+    machine = f"made on {made_in['cpu']}" if made_in.get("cpu") else "made before its machine was recorded"
+    modules = len(manifest()[name]["fingerprint"])
+    return (
+        f"{artifact.path}: {len(arrays)} arrays, checksum verified, {machine}; its fingerprint matches the "
+        f"{modules} modules that compute it, so it is current for this code"
+    )
+
+
+def record_fingerprint(
+    name: str, checksum: str, fingerprint: dict[str, str], made_in: dict[str, Any] | None, path: Path | None = None
+) -> None:
+    """Write one artifact's entry of the manifest (atomically; the other entries kept)."""
+    path = path or MANIFEST
+    entries = manifest(path)
+    env = {k: v for k, v in (made_in or {}).items() if k != "git_commit"} or None
+    entries[name] = {"sha256": checksum, "fingerprint": fingerprint, "environment": env}
+    ordered = {n: entries[n] for n in sorted(entries)}
+    atomic_write_bytes(path, (json.dumps(ordered, indent=1, sort_keys=True) + "\n").encode())
 
 
 ARTIFACTS: dict[str, Artifact] = {

@@ -2,22 +2,23 @@
 
 The ledger (`book/scorecard.json`) is written by `python -m toyscale reproduce NAME ... --ledger
 book/scorecard.json`: each chapter's entry holds the outcomes of its claims on the book's seeds at
-the default configuration, the environment they were computed in, and a fingerprint of the
-chapter's source. The book's Scorecard page renders it; `problems(ledger)` lists every way it
+the default configuration, the environment they were computed in, and the fingerprint of the
+code that computed them (`Chapter.fingerprint`: every module on the compute path of the chapter's
+run and claims, and its configuration). The book's Scorecard page renders it; `problems(ledger)` lists every way it
 disagrees with the code (a claim added, removed, re-worded or re-kinded, a status that does not
-follow from the claim, a chapter whose source changed since its entry was computed), and a test
-fails on any of them. Nothing on the page is typed by hand.
+follow from the claim, a chapter whose compute path changed since its entry was computed), and a
+test fails on any of them. Nothing on the page is typed by hand.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .chapters import CHAPTERS, Chapter
+from .core import store
 from .core.claims import CONTROL, EFFECT, ClaimOutcome, status_of, tally
 from .core.data import atomic_write_bytes
 from .core.table import Table
@@ -33,31 +34,12 @@ PART_NAMES = {
 DECLARED = ("id", "kind", "statement", "metric", "expected")
 
 
-def source_fingerprint(chapter: Chapter) -> str:
-    """SHA-256 of the chapter's own source (its module, or every .py file of its package) and committed files.
-
-    The shared parts it imports (`core`, a part's world) are not covered: a change there is caught by
-    rerunning `reproduce`, not by this fingerprint.
-    """
-    from .datasets import ARTIFACTS
-
-    module = chapter.load()
-    path = Path(module.__file__)
-    files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
-    files += [a.file for a in ARTIFACTS.values() if chapter.name in a.chapters and a.file.is_file()]
-    digest = hashlib.sha256()
-    for file in files:
-        digest.update(file.name.encode())
-        digest.update(file.read_bytes())
-    return digest.hexdigest()
-
-
 def entry(chapter: Chapter, outcomes: Sequence[ClaimOutcome], environment: dict[str, Any], seconds: float) -> dict:
     """One chapter's ledger entry: its outcomes, tally, environment and source fingerprint."""
     return {
         "part": chapter.part,
         "title": chapter.title,
-        "source": source_fingerprint(chapter),
+        "fingerprint": chapter.fingerprint(chapter.load().Config()),
         "environment": environment,
         "seconds": round(seconds, 1),
         "tally": vars(tally(outcomes)),
@@ -111,8 +93,12 @@ def problems(ledger: dict[str, Any]) -> list[str]:
                     found.append(f"{name}/{claim.id}: {key} is {row[key]!r} in the ledger, {ours!r} in the code; {fix}")
             if claim.measurable and row["status"] != status_of(claim, row["passed"]):
                 found.append(f"{name}/{claim.id}: status {row['status']!r} does not follow from the claim; {fix}")
-        if recorded["source"] != source_fingerprint(chapter):
-            found.append(f"{name}: its source changed since its entry was computed; {fix}")
+        if "fingerprint" not in recorded:
+            found.append(f"{name}: its entry predates compute-path fingerprints; {fix}")
+            continue
+        changes = store.differences(recorded["fingerprint"], chapter.fingerprint(chapter.load().Config()))
+        if changes:
+            found.append(f"{name}: its code changed since its entry was computed ({'; '.join(changes)}); {fix}")
     return found
 
 

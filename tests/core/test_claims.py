@@ -12,6 +12,7 @@ from toyscale.core import (
     Claim,
     ClaimError,
     Falsifier,
+    TooFewSeeds,
     Verdict,
     all_of,
     at_most,
@@ -302,3 +303,17 @@ def test_outcome_json_has_kind_seeds_and_per_seed_values() -> None:
     assert record["kind"] == "effect" and record["seeds"] == [3, 4] and record["status"] == "pass"
     assert record["values"] == pytest.approx([0.53, 0.54])
     assert record["parts"][0]["margin"] == 0.1
+
+
+def test_a_check_that_needs_more_seeds_says_so_in_its_row() -> None:
+    def spread(results: list) -> Verdict:
+        if len(results) < 2:
+            raise TooFewSeeds(2, len(results))
+        return Verdict(True, "ok", (1.0, 2.0), 0.5)
+
+    claim = Claim("spread", "a spread over seeds", "sd", spread, kind="mechanism")
+    (outcome,) = check_results([claim], [object()], [7])
+    assert outcome.status == "needs at least 2 seeds" and "needs at least 2 seeds, got 1" in outcome.verdict.detail
+    assert outcome.fails_strict  # not checked is not as expected
+    (outcome,) = check_results([claim], [object(), object()], [7, 8])
+    assert outcome.status == "by construction"

@@ -3,8 +3,6 @@
 from . import metrics, plot
 from .claims import (
     BASELINE_IN_PLACE,
-    BOOK_SEEDS,
-    CALIBRATION_SEED_START,
     CONTROL,
     EFFECT,
     MECHANISM,
@@ -14,6 +12,7 @@ from .claims import (
     ClaimError,
     ClaimOutcome,
     Falsifier,
+    TooFewSeeds,
     Verdict,
     all_of,
     at_most,
@@ -32,7 +31,7 @@ from .claims import (
 from .data import DataError, array_checksum, atomic_write_bytes, load_arrays, save_arrays
 from .devices import device, set_threads
 from .progress import progress
-from .seeding import rng, seed_everything
+from .seeding import BOOK_SEEDS, CALIBRATION_SEED_START, rng, seed_everything
 from .splits import Split, split_units
 from .table import Table, mean_std
 from .timing import Stopwatch, peak_memory_mb
@@ -56,6 +55,7 @@ __all__ = [
     "Split",
     "Stopwatch",
     "Table",
+    "TooFewSeeds",
     "TrainLog",
     "Verdict",
     "all_of",

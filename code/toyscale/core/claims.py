@@ -35,10 +35,6 @@ from .table import Table, mean_std
 EFFECT, CONTROL, MECHANISM, MODELLED = "effect", "control", "mechanism", "modelled"
 KINDS = (EFFECT, CONTROL, MECHANISM, MODELLED)
 
-#: Seeds the book's tables, tests and `reproduce` check by default (CLAIMS.md §4).
-BOOK_SEEDS = tuple(range(5))
-#: The first calibration seed: margins are set on seeds from here on, never on the book's seeds.
-CALIBRATION_SEED_START = 1000
 
 #: A spread below this share of the margin is "negligible next to the margin" (CLAIMS.md §1).
 NEGLIGIBLE_SPREAD = 0.01
@@ -62,7 +58,8 @@ class Verdict:
     values: one number per seed (a paired difference, signed so that positive favours the method;
     or the metric itself for a bound); margin: the scale the values were judged against (the
     margin of a paired check, the half-width of a band, a limit), 0 when there is none (a one-sided bound);
-    parts: the verdicts an `all_of` combines (empty for a single check); name: what was compared.
+    parts: the verdicts an `all_of` combines (empty for a single check); name: what was compared;
+    seeds_needed: more than 0 when the check could not be made on so few seeds (it then fails).
     """
 
     passed: bool
@@ -71,12 +68,21 @@ class Verdict:
     margin: float = 0.0
     parts: tuple[Verdict, ...] = ()
     name: str = ""
+    seeds_needed: int = 0
 
     def leaves(self) -> tuple[Verdict, ...]:
         """The single checks this verdict is made of: itself, or the leaves of its parts."""
         if not self.parts:
             return (self,)
         return tuple(leaf for part in self.parts for leaf in part.leaves())
+
+
+class TooFewSeeds(ValueError):
+    """A check that needs more seeds than it was given (a spread over one seed): its row says so."""
+
+    def __init__(self, needed: int, given: int) -> None:
+        super().__init__(f"needs at least {needed} seeds, got {given}")
+        self.needed = needed
 
 
 @dataclass(frozen=True)
@@ -143,7 +149,9 @@ class ClaimOutcome:
 
     @property
     def status(self) -> str:
-        """What the table shows; see `status_of`."""
+        """What the table shows; see `status_of` (or how many seeds a check that could not be made needs)."""
+        if self.verdict.seeds_needed:
+            return f"needs at least {self.verdict.seeds_needed} seeds"
         return status_of(self.claim, self.verdict.passed)
 
     @property
@@ -350,7 +358,12 @@ def check_results(
         if claim.check is None:
             verdict = not_measured(claim.needs)
         else:
-            verdict = claim.check(list(results))
+            try:
+                verdict = claim.check(list(results))
+            except TooFewSeeds as error:
+                verdict = Verdict(False, f"not checked: {error}", seeds_needed=error.needed)
+                outcomes.append(ClaimOutcome(chapter, claim, verdict, tuple(seeds)))
+                continue
             if not isinstance(verdict, Verdict):
                 raise TypeError(f"the check of claim {claim.id!r} returned {type(verdict).__name__}, not a Verdict")
             if guard:

@@ -16,6 +16,21 @@ from .devices import device
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # code/, inside a checkout the repository is its parent
 
+#: Variables that change which floating-point kernels torch and MKL pick: another CPU, simulated.
+NUMERICS_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR")
+#: Perturbed numerical environments the book is checked under (README, "Any machine"): set each in the
+#: shell before Python starts (torch reads them when it loads).
+PERTURBED_NUMERICS = {
+    "aten-default": {"ATEN_CPU_CAPABILITY": "default"},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+}
+
+
+def numerics() -> str:
+    """The numerical environment this process runs in: 'native', or the perturbing variables set."""
+    found = [f"{name}={os.environ[name]}" for name in NUMERICS_VARIABLES if os.environ.get(name)]
+    return " ".join(found) or "native"
+
 
 def git_commit() -> str | None:
     """The git commit of the checkout the package runs from (with '+dirty' for local changes), or None."""
@@ -49,7 +64,7 @@ def cpu_model() -> str:
 
 
 def environment() -> dict[str, Any]:
-    """Versions, CPU, cores, torch threads and device: the JSON's `environment` block."""
+    """Versions, CPU, its kernels, cores, torch threads and device: the JSON's `environment` block."""
     try:
         version = metadata.version("toyscale")
     except metadata.PackageNotFoundError:
@@ -63,6 +78,8 @@ def environment() -> dict[str, Any]:
         "numpy": np.__version__,
         "platform": platform.platform(),
         "cpu": cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "numerics": numerics(),
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "device": str(on) if on.type == "cpu" else f"{on} ({torch.cuda.get_device_name(on)})",

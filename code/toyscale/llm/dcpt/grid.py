@@ -30,11 +30,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from toyscale.core.claims import BOOK_SEEDS, CALIBRATION_SEED_START
 from toyscale.core.data import DataError, load_arrays, save_arrays
 from toyscale.core.devices import device
 from toyscale.core.progress import progress
-from toyscale.core.seeding import seed_everything
+from toyscale.core.seeding import BOOK_SEEDS, CALIBRATION_SEED_START, seed_everything
 from toyscale.core.train import train
 from toyscale.datasets import ARTIFACTS, ROOT
 from toyscale.llm.corpus import DOMAINS, DomainText, build_corpus

@@ -20,6 +20,7 @@ from toyscale.core import (
     MECHANISM_OFF,
     Claim,
     Falsifier,
+    TooFewSeeds,
     Verdict,
     all_of,
     mean_std,
@@ -74,8 +75,10 @@ def spread_exceeds(a: Sequence[float], b: Sequence[float], *, margin: float, nam
     Per seed s the value is |a_s − mean(a)| − |b_s − mean(b)|, so the mean of the values is the mean
     absolute deviation of a minus that of b; the check passes when it exceeds `margin`.
     """
-    if len(a) != len(b) or len(a) < 2:
-        raise ValueError(f"a and b need one value per seed (at least two seeds), got {len(a)} and {len(b)}")
+    if len(a) != len(b):
+        raise ValueError(f"a and b need one value per seed, got {len(a)} and {len(b)}")
+    if len(a) < 2:
+        raise TooFewSeeds(2, len(a))
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     values = tuple(float(v) for v in np.abs(a - a.mean()) - np.abs(b - b.mean()))
     mean, _ = mean_std(values)
