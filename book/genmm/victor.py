@@ -55,6 +55,8 @@ from toyscale.core import (
 from toyscale.core.boundary import fig_boundary
 from toyscale.core.calibration import load_record, record_table
 from toyscale.genmm import victor
+from toyscale.core.table import beside
+from toyscale.datasets import provenance
 
 set_threads(1)  # tiny models: one thread is the fastest and keeps results stable
 
@@ -341,15 +343,19 @@ Table(
 # %% [markdown]
 # ## The experiment
 #
-# `victor.run` trains all eight arms and scores each on group-6 (a few hundred test groups),
-# on the twin gallery, and on text→video retrieval over a gallery of test videos with
-# distinct captions. Five seeds of the default configuration take longer than this page may,
-# so they are committed as a checked file (`python -m toyscale data --rebuild victor_results`
-# recomputes it). First, proof that the file holds what `run` computes: train seed 0's
-# co-occurrence arm (the baseline every order claim compares with) and its frame-order arm
-# (the task the claims credit) again, here, and compare every number the claims read. The
-# numbers are the same on the machine that made the file; another CPU may round differently,
-# so the tolerances are a fraction of the claims' margins, too small to flip a verdict.
+# `victor.run` trains all eight arms and scores each on group-6 (a few hundred test groups), on
+# the twin gallery, and on text→video retrieval over a gallery of test videos with distinct
+# captions. Five seeds of the default configuration take longer than this page may, so they are
+# committed as a checked file (`python -m toyscale data --rebuild victor_results` recomputes
+# it). Here seed 0's co-occurrence arm (the baseline every order claim compares with) and its
+# frame-order arm (the task the claims credit) train again, and every number the claims read is
+# set beside the file. Loading the file checks its checksum and its fingerprint, the digest of
+# every module on the path that computes it: a file made by other code fails here and names the
+# command that rebuilds it. Then seed 0 of the file sits beside seed 0 run just now. On the
+# machine that made the file the two are equal; on another CPU they differ a little (its
+# floating-point kernels round differently, which can move a chosen epoch and every number
+# after it). The difference is shown, not tested: what must hold on any machine is the claims'
+# verdicts.
 
 # %%
 reference = victor.reference()
@@ -357,20 +363,17 @@ results = reference.results
 seeds = [r.seed for r in results]
 with Stopwatch() as watch:
     live = victor.run(replace(config, arms=("cooccur", "frame_order")), seed=0)
-tolerance = {
-    "group6": victor.GROUP6_MARGIN / 4,
-    "twin6": victor.TWIN_MARGIN / 4,
-    "r1": victor.CONFLICT_TOLERANCE / 2,
-}
-rows = []
-for arm in ("cooccur", "frame_order"):
-    for metric, allowed in tolerance.items():
-        now, stored = live.metrics[arm][metric], results[0].metrics[arm][metric]
-        rows.append([victor.ARM_LABELS[arm], metric, now, stored, allowed])
-        assert abs(now - stored) <= allowed, f"the committed {arm} {metric} is stale"
-Table(
-    ["arm", "metric", "live", "committed", "allowed drift"],
-    rows,
+print(provenance("victor_results"))
+beside(
+    [
+        (
+            f"{victor.ARM_LABELS[arm]}: {metric}",
+            live.metrics[arm][metric],
+            results[0].metrics[arm][metric],
+        )
+        for arm in ("cooccur", "frame_order")
+        for metric in ("group6", "twin6", "r1")
+    ],
     caption=f"Seed 0, the baseline and the method arm trained again in {watch.seconds:.0f} s",
 )
 

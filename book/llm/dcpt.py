@@ -53,6 +53,7 @@ from toyscale.core.calibration import load_record, record_table
 from toyscale.llm import dcpt
 from toyscale.llm.dcpt import claims as dcpt_claims
 from toyscale.llm.dcpt import results as committed
+from toyscale.datasets import provenance
 
 set_threads(1)  # small tensors: one thread is the fastest and keeps results stable
 
@@ -391,10 +392,16 @@ Table(
 # One grid is an anecdote. The claims are checked on the five book grids (seeds 0 to 4). Their
 # fits take longer than a notebook should, so their metrics are committed
 # (`data/llm/dcpt_results.npz`, rebuilt by `python -m toyscale data --rebuild dcpt_results`;
-# `python -m toyscale reproduce dcpt` recomputes them). First we check that the file holds what
-# the code computes: seed 0, just rerun, against seed 0 in the file.
+# `python -m toyscale reproduce dcpt` recomputes them). Loading the file checks its checksum
+# and its fingerprint, the digest of every module on the path that computes it: a file made by
+# other code fails here and names the command that rebuilds it. Then seed 0 of the file sits
+# beside seed 0 run just now. On the machine that made the file the two are equal; on another
+# CPU they differ a little (its floating-point kernels round differently, which can move a
+# chosen epoch and every number after it). The difference is shown, not tested: what must hold
+# on any machine is the claims' verdicts.
 
 # %%
+print(provenance("dcpt_results"))
 reference = committed.reference()
 stored = reference.results[0].metrics
 drift = max(
@@ -402,8 +409,9 @@ drift = max(
     for table, values in result.metrics.items()
     for metric, value in values.items()
 )
-print(f"largest difference between the live seed 0 and the file: {drift:.2g}")
-assert drift < 1e-6, "the committed results are stale: rebuild them"
+print(
+    f"largest difference between seed 0 run above and the file (shown, not tested): {drift:.2g}"
+)
 Table(
     [
         "split",

@@ -60,6 +60,8 @@ from toyscale.core.calibration import load_record, record_table
 from toyscale.llm import ddk
 from toyscale.llm.corpus import build_corpus, decode, encode
 from toyscale.llm.ddk import results as committed
+from toyscale.core.table import beside
+from toyscale.datasets import provenance
 
 set_threads(1)  # tiny models: one thread is the fastest and keeps results stable
 
@@ -356,24 +358,28 @@ ddk.fig_worst_gap(result).show()
 #
 # One seed is an anecdote. The claims are checked on five seeds (0 to 4) of this same
 # configuration; a seed redraws the generated domains, every split, the teacher and the
-# student. Those runs, the γ sweep and the boundary below take longer than a notebook
-# should, so they are committed (`data/llm/ddk_results.npz`, rebuilt by
-# `python -m toyscale data --rebuild ddk_results`; `python -m toyscale reproduce ddk`
-# recomputes the claims). First we check that the file holds what the code computes: seed
-# 0, just run, against seed 0 in the file.
+# student. Those runs, the γ sweep and the boundary below take longer than a notebook should,
+# so they are committed (`data/llm/ddk_results.npz`, rebuilt by `python -m toyscale data
+# --rebuild ddk_results`; `python -m toyscale reproduce ddk` recomputes the claims). Loading
+# the file checks its checksum and its fingerprint, the digest of every module on the path that
+# computes it: a file made by other code fails here and names the command that rebuilds it.
+# Then seed 0 of the file sits beside seed 0 run just now. On the machine that made the file
+# the two are equal; on another CPU they differ a little (its floating-point kernels round
+# differently, which can move a chosen epoch and every number after it). The difference is
+# shown, not tested: what must hold on any machine is the claims' verdicts.
 
 # %%
+print(provenance("ddk_results"))
 reference = committed.reference()
 stored = reference.results[0]
-drift = max(
-    abs(result.metrics[arm][m] - stored.metrics[arm][m])
-    for arm in ddk.ARMS
-    for m in ("mean_ratio", "max_ratio")
+beside(
+    [
+        (f"{arm}: {m}", result.metrics[arm][m], stored.metrics[arm][m])
+        for arm in ddk.ARMS
+        for m in ("mean_ratio", "max_ratio")
+    ],
+    caption="Seed 0: the run above beside the committed file",
 )
-print(f"largest difference between the live seed 0 and the file: {drift:.2g}")
-# the same numbers on the machine that made the file; another CPU's floating point may move
-# a stopping point, so allow a small drift before calling the file stale
-assert drift < 0.02, "the committed results are stale: rebuild them"
 
 # %% [markdown]
 # **Distillation's gain, and DDK's.** The paper reports DDK 55.41, KD 52.87 and CPT 50.48.

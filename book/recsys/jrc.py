@@ -56,6 +56,8 @@ from toyscale.core.calibration import load_record, record_table
 from toyscale.recsys import jrc
 from toyscale.recsys.jrc import results as committed
 from toyscale.recsys.world import WorldConfig, context_batches, make_log
+from toyscale.core.table import beside
+from toyscale.datasets import provenance
 
 set_threads(1)  # tiny models: one thread is the fastest and keeps results stable
 
@@ -341,22 +343,27 @@ jrc.fig_reliability(result).show()
 # One seed is an anecdote. The book's claims are checked on five seeds (0 to 4) of this same
 # configuration. Every arm at three rates, twice (the world and its control), takes longer than
 # a notebook should, so those runs are committed (`data/recsys/jrc_results.npz`, rebuilt by
-# `python -m toyscale data --rebuild jrc_results`; `python -m toyscale reproduce jrc` recomputes
-# them). First we check that the file holds what the code computes: seed 0, just rerun, against
-# seed 0 in the file.
+# `python -m toyscale data --rebuild jrc_results`; `python -m toyscale reproduce jrc`
+# recomputes them). Loading the file checks its checksum and its fingerprint, the digest of
+# every module on the path that computes it: a file made by other code fails here and names the
+# command that rebuilds it. Then seed 0 of the file sits beside seed 0 run just now. On the
+# machine that made the file the two are equal; on another CPU they differ a little (its
+# floating-point kernels round differently, which can move a chosen epoch and every number
+# after it). The difference is shown, not tested: what must hold on any machine is the claims'
+# verdicts.
 
 # %%
+print(provenance("jrc_results"))
 reference = committed.reference()
 stored = reference.results[0]
-drift = max(
-    abs(result.metrics[arm][m] - stored.metrics[arm][m])
-    for arm in jrc.ARMS
-    for m in jrc.METRIC_NAMES
+beside(
+    [
+        (f"{arm}: {m}", result.metrics[arm][m], stored.metrics[arm][m])
+        for arm in jrc.ARMS
+        for m in ("gauc", "log_loss")
+    ],
+    caption="Seed 0: the run above beside the committed file",
 )
-print(f"largest difference between the live seed 0 and the file: {drift:.2g}")
-# the same numbers on the machine that made the file; another CPU's floating point may move
-# a chosen epoch, so allow a small drift before calling the file stale
-assert drift < 0.02, "the committed results are stale: rebuild them"
 
 # %% [markdown]
 # The paper's default weights the two terms equally. Changing the ranking weight $1 - \alpha$

@@ -54,6 +54,8 @@ from toyscale.recsys import picasso
 from toyscale.recsys.picasso import claims as picasso_claims
 from toyscale.recsys.picasso import results as committed
 from toyscale.recsys.world import make_field_log, zipf_stream
+from toyscale.core.table import beside
+from toyscale.datasets import provenance
 
 set_threads(1)  # tiny operators; stable timings on a shared machine
 
@@ -349,18 +351,23 @@ print("policy chosen on the validation stream:", result.policy)
 # The claims are checked on five seeds (0 to 4) of this configuration, committed with the
 # boundary sweeps (`data/recsys/picasso_results.npz`, rebuilt by `python -m toyscale data
 # --rebuild picasso_results`; `python -m toyscale reproduce picasso` recomputes everything).
-# The timings in the file are a measurement of the machine that built it; the traffic is exact,
-# so the live seed 0 must match the file there:
+# The timings in the file are a measurement of the machine that built it, and this page's are
+# this machine's. Loading the file checks its checksum and its fingerprint, the digest of every
+# module on the path that computes it: a file made by other code fails here and names the
+# command that rebuilds it. Then seed 0 of the file sits beside seed 0 run just now. On the
+# machine that made the file the two are equal; on another CPU they differ a little (a replay
+# on other hardware). The difference is shown, not tested: what must hold on any machine is the
+# claims' verdicts.
 
 # %%
+print(provenance("picasso_results"))
 reference = committed.reference()
 stored = reference.results[0].metrics["traffic"]
-drift_gap = max(abs(result.metrics["traffic"][k] - v) for k, v in stored.items())
-print(
-    f"largest traffic difference between the live seed 0 and the file: {drift_gap:.2g}"
-)
-assert drift_gap < 1e-9, "the committed results are stale: rebuild them"
 results = reference.results
+beside(
+    [(name, result.metrics["traffic"][name], value) for name, value in stored.items()],
+    caption="Seed 0's traffic: the run above beside the committed file",
+)
 
 # %% [markdown]
 # ## Does the claim hold?

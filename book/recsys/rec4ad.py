@@ -63,6 +63,8 @@ from toyscale.core.calibration import load_record, record_table
 from toyscale.recsys import rec4ad
 from toyscale.recsys.rec4ad import results as committed
 from toyscale.recsys.world import AD_WORLD, candidate_requests, legacy_ad_score
+from toyscale.core.table import beside
+from toyscale.datasets import provenance
 
 set_threads(1)  # tiny models: one thread is the fastest and keeps results stable
 
@@ -306,22 +308,26 @@ rec4ad.fig_grid(result, "auc").show()
 # One seed is an anecdote. The claims are checked on five seeds (0 to 4) of this configuration,
 # with three more arms that split Rec4Ad into its ideas (below). Those runs are committed
 # (`data/recsys/rec4ad_results.npz`, rebuilt by `python -m toyscale data --rebuild
-# rec4ad_results`; `python -m toyscale reproduce rec4ad` recomputes them). First we check that
-# the file holds what the code computes: seed 0, just rerun, against seed 0 in the file.
+# rec4ad_results`; `python -m toyscale reproduce rec4ad` recomputes them). Loading the file
+# checks its checksum and its fingerprint, the digest of every module on the path that computes
+# it: a file made by other code fails here and names the command that rebuilds it. Then seed 0
+# of the file sits beside seed 0 run just now. On the machine that made the file the two are
+# equal; on another CPU they differ a little (its floating-point kernels round differently,
+# which can move a chosen epoch and every number after it). The difference is shown, not
+# tested: what must hold on any machine is the claims' verdicts.
 
 # %%
+print(provenance("rec4ad_results"))
 reference = committed.reference()
 stored = reference.results[0]
-drift = max(
-    abs(getattr(result, table)[arm][m] - getattr(stored, table)[arm][m])
-    for table in ("metrics", "calibrated")
-    for arm in config.arms
-    for m in rec4ad.METRIC_NAMES
+beside(
+    [
+        (f"{arm}: {m}", result.metrics[arm][m], stored.metrics[arm][m])
+        for arm in config.arms
+        for m in ("auc", "log_loss")
+    ],
+    caption="Seed 0: the run above beside the committed file",
 )
-print(f"largest difference between the live seed 0 and the file: {drift:.2g}")
-# the same numbers on the machine that made the file; another CPU's floating point may move
-# a chosen epoch, so allow a small drift before calling the file stale
-assert drift < 0.02, "the committed results are stale: rebuild them"
 
 # %% [markdown]
 # The simulated online test over the five seeds. Bids vary much more than click rates here, so

@@ -37,6 +37,7 @@
 # checks which of the paper's claims survive.
 
 # %%
+import IPython.display
 import itertools
 from dataclasses import replace
 
@@ -59,6 +60,8 @@ from toyscale.recsys import star
 from toyscale.recsys.star import claims as star_claims
 from toyscale.recsys.star import results as committed
 from toyscale.recsys.world import make_domain_log
+from toyscale.core.table import beside
+from toyscale.datasets import provenance
 
 set_threads(1)  # tiny models: one thread is the fastest and keeps results stable
 
@@ -333,11 +336,17 @@ Table(
 # ## The experiment
 #
 # `star.run` draws the world, splits it, and trains every arm under that protocol, plus a
-# negative control described below. With every arm at three rates that takes longer than a
-# page should, so the five book seeds are committed (`data/recsys/star_results.npz`, rebuilt
-# by `python -m toyscale data --rebuild star_results`; `python -m toyscale reproduce star`
+# negative control described below. With every arm at three rates that takes longer than a page
+# should, so the five book seeds are committed (`data/recsys/star_results.npz`, rebuilt by
+# `python -m toyscale data --rebuild star_results`; `python -m toyscale reproduce star`
 # recomputes everything). Here we train two arms of seed 0 live, the per-domain-normalized
-# shared model and STAR, and check them against the file:
+# shared model and STAR, and set them beside the file. Loading the file checks its checksum and
+# its fingerprint, the digest of every module on the path that computes it: a file made by
+# other code fails here and names the command that rebuilds it. Then seed 0 of the file sits
+# beside seed 0 run just now. On the machine that made the file the two are equal; on another
+# CPU they differ a little (its floating-point kernels round differently, which can move a
+# chosen epoch and every number after it). The difference is shown, not tested: what must hold
+# on any machine is the claims' verdicts.
 
 # %%
 with Stopwatch() as watch:
@@ -354,19 +363,24 @@ columns = [
     "steps",
 ]
 print(f"trained 2 arms at {len(config.learning_rates)} rates in {watch.seconds:.1f} s")
-drift = max(
-    abs(live.metrics[arm][c] - stored.metrics[arm][c])
-    for arm in ("shared_pd", "star")
-    for c in ("auc_weighted", "auc_smallest", "log_loss")
+print(provenance("star_results"))
+IPython.display.display(
+    Table(
+        ["arm", *columns],
+        [
+            [arm] + [live.metrics[arm][c] for c in columns]
+            for arm in ("shared_pd", "star")
+        ],
+        caption="Seed 0, trained just now: test metrics at each arm's best validation point",
+    )
 )
-print(f"largest difference between the live seed 0 and the file: {drift:.2g}")
-# the same numbers on the machine that made the file; another CPU's floating point may move
-# a chosen epoch, so allow a small drift before calling the file stale
-assert drift < 0.01, "the committed results are stale: rebuild them"
-Table(
-    ["arm", *columns],
-    [[arm] + [live.metrics[arm][c] for c in columns] for arm in ("shared_pd", "star")],
-    caption="Seed 0, trained just now: test metrics at each arm's best validation point",
+beside(
+    [
+        (f"{arm}: {c}", live.metrics[arm][c], stored.metrics[arm][c])
+        for arm in ("shared_pd", "star")
+        for c in ("auc_weighted", "auc_smallest", "log_loss")
+    ],
+    caption="Seed 0: the two arms trained just now beside the committed file",
 )
 
 # %% [markdown]

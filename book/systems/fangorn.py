@@ -57,6 +57,8 @@ from toyscale.systems.fangorn import claims as fangorn_claims
 from toyscale.systems.fangorn import cluster as fc
 from toyscale.systems.fangorn import graph as fg
 from toyscale.systems.fangorn import results as committed
+from toyscale.core.table import beside
+from toyscale.datasets import provenance
 
 set_threads(
     1
@@ -380,24 +382,31 @@ print(f"correlation of log predicted and log measured task times: {log_corr:.2f}
 # %% [markdown]
 # ### Five seeds
 #
-# One seed is an anecdote. The claims are checked on five seeds (0 to 4) of this
-# configuration; those runs and the two boundary sweeps below are committed
+# One seed is an anecdote. The claims are checked on five seeds (0 to 4) of this configuration;
+# those runs and the two boundary sweeps below are committed
 # (`data/systems/fangorn_results.npz`, rebuilt by `python -m toyscale data --rebuild
-# fangorn_results`; `python -m toyscale reproduce fangorn` recomputes everything). The replay is
-# deterministic: the live seed 0 must match the file exactly.
+# fangorn_results`; `python -m toyscale reproduce fangorn` recomputes everything). Loading the
+# file checks its checksum and its fingerprint, the digest of every module on the path that
+# computes it: a file made by other code fails here and names the command that rebuilds it.
+# Then seed 0 of the file sits beside seed 0 run just now. On the machine that made the file
+# the two are equal; on another CPU they differ a little (the replay is deterministic, but its
+# arithmetic runs on other hardware). The difference is shown, not tested: what must hold on
+# any machine is the claims' verdicts.
 
 # %%
+print(provenance("fangorn_results"))
 reference = committed.reference()
 stored = reference.results[0]
-drift = max(
-    abs(result.metrics[arm][name] - value)
-    for arm, metrics in stored.metrics.items()
-    for name, value in metrics.items()
-)
-print(f"largest difference between the live seed 0 and the file: {drift:.2g}")
-assert drift < 1e-9, "the committed results are stale: rebuild them"
 results = reference.results
 print("best static per seed:", [r.best_static for r in results])
+beside(
+    [
+        (f"{arm}: {name}", result.metrics[arm][name], value)
+        for arm, metrics in stored.metrics.items()
+        for name, value in list(metrics.items())[:1]
+    ],
+    caption="Seed 0: the run above beside the committed file (each arm's first metric)",
+)
 
 # %% [markdown]
 # **Which plug-in buys what.** Each ablation switches one plug-in off; the table shows the job

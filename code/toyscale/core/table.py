@@ -102,3 +102,17 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     mean = sum(values) / n
     var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
     return mean, math.sqrt(var)
+
+
+def beside(rows: Sequence[tuple[str, float, float]], caption: str = "") -> Table:
+    """A rerun beside committed numbers: each quantity's live value, the committed one, and live − committed.
+
+    Shown, never asserted (CLAIMS.md §9): on the machine that made the file the difference is zero;
+    on another CPU the floating-point kernels round differently, a chosen epoch can move, and the
+    difference is real and expected. Whether the file is stale is decided by its fingerprint.
+    """
+    return Table(
+        ["quantity", "live (this machine)", "committed", "difference"],
+        [[name, live, stored, live - stored] for name, live, stored in rows],
+        caption,
+    )

@@ -1,10 +1,10 @@
 """The committed results (`data/genmm/badiff_results.npz`): what the notebook shows but cannot recompute in budget.
 
-Five book seeds of the default configuration (the claims table), and the two sweeps of the
-boundary (CLAIMS.md §7): the hinge's cut across the target rate, and the cost of naive early
-stopping across the training budget. Rebuild with `python -m toyscale data --rebuild badiff_results`.
-The tests and `reproduce` recompute everything and never read this file; a test reruns a slice
-and compares.
+Five book seeds of the default configuration (the claims table), and the two sweeps of the boundary
+(CLAIMS.md §7): the hinge's cut across the target rate, and the cost of naive early stopping across
+the training budget. Rebuild with `python -m toyscale data --rebuild badiff_results`. The tests and
+`reproduce` recompute everything and never read this file; whether it is current is decided by its
+fingerprint (`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ from .model import (
     stage_data,
     train_stages,
 )
-from .results import reference_environment, reference_results, results_from_arrays, same_machine
+from .results import reference_environment, reference_results, results_from_arrays
 from .tracker import ActionTracker, nearest_frame_pairs, session_clocks
 
 __all__ = [
@@ -206,7 +206,6 @@ __all__ = [
     "render",
     "results_from_arrays",
     "run",
-    "same_machine",
     "scripted_agent",
     "sequence_loss",
     "sequences",

@@ -3,11 +3,11 @@
 The metrics of the default configuration on the book's five grid seeds (the claims table), on the
 five confirmation grids (what `python -m toyscale reproduce dcpt --seed-start 3000` checks), and the
 boundaries over the book's seeds (CLAIMS.md §7): how far the held-out runs lie from the fitted range
-in the mixture ratio, the tokens and the model size, each against the law-free predictor and
-against the law without its interaction term. Rebuild with
-`python -m toyscale data --rebuild dcpt_results` (a few minutes of CPU: fits only, on the
-committed grids). The tests and `reproduce` recompute everything and never read this file; a
-test reruns a slice and compares.
+in the mixture ratio, the tokens and the model size, each against the law-free predictor and against
+the law without its interaction term. Rebuild with `python -m toyscale data --rebuild dcpt_results`
+(a few minutes of CPU: fits only, on the committed grids). The tests and `reproduce` recompute
+everything and never read this file; whether it is current is decided by its fingerprint
+(`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations

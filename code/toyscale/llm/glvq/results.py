@@ -1,10 +1,11 @@
 """The committed results (`data/llm/glvq_results.npz`): what the notebook shows but cannot recompute in budget.
 
-Five book seeds of the default configuration (the claims table and the attribution table), and
-the warm-up's boundary over tail heaviness (CLAIMS.md §7), with and without the groups' shape.
-The boundary over bits per weight comes from the same five runs (`bits_boundary`). Rebuild with
-`python -m toyscale data --rebuild glvq_results` (a few minutes on one core). The tests and
-`reproduce` recompute everything and never read this file; a test reruns a slice and compares.
+Five book seeds of the default configuration (the claims table and the attribution table), and the
+warm-up's boundary over tail heaviness (CLAIMS.md §7), with and without the groups' shape. The
+boundary over bits per weight comes from the same five runs (`bits_boundary`). Rebuild with `python
+-m toyscale data --rebuild glvq_results` (a few minutes on one core). The tests and `reproduce`
+recompute everything and never read this file; whether it is current is decided by its fingerprint
+(`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The committed results (`data/recsys/jrc_results.npz`): what the notebook shows but cannot recompute in budget.
 
-Five book seeds of the default configuration (the claims table), the ranking-weight sweep over
-those seeds, and the context-shift boundary (CLAIMS.md §7). Rebuild with
-`python -m toyscale data --rebuild jrc_results` (about six minutes on one core). The tests and
-`reproduce` recompute everything and never read this file; a test reruns a slice and compares.
+Five book seeds of the default configuration (the claims table), the ranking-weight sweep over those
+seeds, and the context-shift boundary (CLAIMS.md §7). Rebuild with `python -m toyscale data
+--rebuild jrc_results` (about six minutes on one core). The tests and `reproduce` recompute
+everything and never read this file; whether it is current is decided by its fingerprint
+(`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The committed results (`data/recsys/rec4ad_results.npz`): what the notebook shows but cannot recompute in budget.
 
 Five book seeds of the default configuration with every arm (the claims table and the attribution
-table), the selection-bias boundary (CLAIMS.md §7), and the exercises' runs. Rebuild with
-`python -m toyscale data --rebuild rec4ad_results` (a few minutes on one core). The tests and
-`reproduce` recompute everything and never read this file; a test reruns a slice and compares.
+table), the selection-bias boundary (CLAIMS.md §7), and the exercises' runs. Rebuild with `python -m
+toyscale data --rebuild rec4ad_results` (a few minutes on one core). The tests and `reproduce`
+recompute everything and never read this file; whether it is current is decided by its fingerprint
+(`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 Five book seeds of the default configuration (every arm, plus the single-domain-batch batch norm
 that illustrates the failure partitioned normalization fixes) and a sweep of the domain
 heterogeneity ρ over the same seeds (CLAIMS.md §7): STAR against the per-domain-normalized shared
-model. Rebuild with `python -m toyscale data --rebuild star_results`. The
-tests and `reproduce` recompute everything and never read this file; a test reruns a slice and
-compares.
+model. Rebuild with `python -m toyscale data --rebuild star_results`. The tests and `reproduce`
+recompute everything and never read this file; whether it is current is decided by its fingerprint
+(`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The committed results (`data/systems/c4_results.npz`): what the notebook shows but cannot recompute in budget.
 
-The real job's timings are measurements that take seconds per session, so the chapter commits:
-the default configuration's metrics on the book's five seeds (the claims table) with every
-episode's outcome (iterations to detection per fault kind), and the boundary sweep (CLAIMS.md §7)
-over the injected fault's size: at each size and seed one session of the real job with a healthy
-episode and one fault of each slow kind (the same culprits at every size), judged by C4D and by
-the last-arrival baseline. Rebuild with `python -m toyscale data --rebuild c4_results` (a few
-minutes on one core). The tests and `reproduce` recompute everything and never read this file; a
-test reruns a slice and compares.
+The real job's timings are measurements that take seconds per session, so the chapter commits: the
+default configuration's metrics on the book's five seeds (the claims table) with every episode's
+outcome (iterations to detection per fault kind), and the boundary sweep (CLAIMS.md §7) over the
+injected fault's size: at each size and seed one session of the real job with a healthy episode and
+one fault of each slow kind (the same culprits at every size), judged by C4D and by the last-arrival
+baseline. Rebuild with `python -m toyscale data --rebuild c4_results` (a few minutes on one core).
+The tests and `reproduce` recompute everything and never read this file; whether it is current is
+decided by its fingerprint (`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 Five book seeds of the default configuration (the claims table and the attribution table) and the
 two boundary sweeps (CLAIMS.md §7): the hot-key split's cut over the Zipf exponent of the keys, and
 the join plug-in's cut over the side size the optimizer assumes. The replay uses the committed cost
-model, so the same code gives the same numbers on any machine. Rebuild with
-`python -m toyscale data --rebuild fangorn_results` (about a minute on one core). The tests and
-`reproduce` recompute everything and never read this file; a test reruns a slice and compares.
+model, so the same code gives the same numbers on any machine. Rebuild with `python -m toyscale data
+--rebuild fangorn_results` (about a minute on one core). The tests and `reproduce` recompute
+everything and never read this file; whether it is current is decided by its fingerprint
+(`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations

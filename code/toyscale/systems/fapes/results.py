@@ -1,11 +1,12 @@
 """The committed results (`data/systems/fapes_results.npz`): what the notebook shows but cannot recompute in budget.
 
 Five book seeds of the default configuration (the claims table, and the attribution table, which
-also shows FaPES reclaiming by kills instead of scaling in) and the two boundary sweeps
-(CLAIMS.md §7): lending's JCT gain over Pollux-like across the training load, and FaPES's SLO edge
-over naive lending across the inference traffic's burstiness. Rebuild with
-`python -m toyscale data --rebuild fapes_results` (a few minutes on one core). The tests and
-`reproduce` recompute everything and never read this file; a test reruns a slice and compares.
+also shows FaPES reclaiming by kills instead of scaling in) and the two boundary sweeps (CLAIMS.md
+§7): lending's JCT gain over Pollux-like across the training load, and FaPES's SLO edge over naive
+lending across the inference traffic's burstiness. Rebuild with `python -m toyscale data --rebuild
+fapes_results` (a few minutes on one core). The tests and `reproduce` recompute everything and never
+read this file; whether it is current is decided by its fingerprint (`toyscale.datasets`), never by
+a rerun.
 """
 
 from __future__ import annotations
