@@ -45,9 +45,9 @@ def test_every_registered_chapter_meets_the_contract(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(CHAPTERS))
 def test_run_works_for_every_chapter_on_one_seed(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    # the README's one-chapter command, on a seed no test looks at otherwise: a claim that needs
-    # several seeds says so in its row instead of raising
-    assert main(["run", name, "--fast", "--seed", "11"]) == 0
+    # the README's one-chapter command on one seed: a claim that needs several seeds says so in its row
+    # instead of raising (seed 1 has committed D-CPT grids and GLVQ models, so nothing slow is rebuilt)
+    assert main(["run", name, "--fast", "--seed", "1"]) == 0
     out = capsys.readouterr().out
     assert "verdict" in out and all(claim.id in out for claim in get(name).load().CLAIMS)
 
