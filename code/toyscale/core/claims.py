@@ -51,7 +51,7 @@ BY_CONSTRUCTION, MODELLED_STATUS, NOT_MEASURABLE = "by construction", "modelled"
 UNDERTRAINED = "undertrained"
 
 # A measured number typed into prose: a decimal (0.03, +4.4) or a percentage (31 %).
-_TYPED_NUMBER = re.compile(r"\d+\.\d+|\d+\s*%")
+TYPED_NUMBER = re.compile(r"\d+\.\d+|\d+\s*%")
 
 
 class ClaimError(ValueError):
@@ -143,9 +143,9 @@ class Claim:
             raise ClaimError(f"claim {self.id!r} has no check; say what the toy lacks to measure it in `needs`")
         if not self.expected and not (self.reason or self.needs):
             raise ClaimError(f"claim {self.id!r} is marked expected=False, so it needs a reason")
-        if _TYPED_NUMBER.search(self.reason):
+        if TYPED_NUMBER.search(self.reason):
             raise ClaimError(
-                f"claim {self.id!r}: its reason types a number ({_TYPED_NUMBER.search(self.reason).group()!r}); "
+                f"claim {self.id!r}: its reason types a number ({TYPED_NUMBER.search(self.reason).group()!r}); "
                 "name the mechanism and let the table show the measured numbers (CLAIMS.md §6)"
             )
         if self.saturated and self.kind not in (EFFECT, CONTROL):
