@@ -77,3 +77,18 @@ def test_compare_sets_a_readers_run_beside_the_book(tmp_path: Path, ledger: dict
     (tmp_path / "bad.json").write_text("{}")
     assert main(["scorecard", "--compare", str(tmp_path / "bad.json")]) == 2
     assert main(["reproduce", "jrc", "--fast", "--seeds", "1", "--ledger", str(tmp_path / "x.json")]) == 2
+
+
+def test_compare_reads_older_files_and_v2_ones_side_by_side(tmp_path: Path, ledger: dict, capsys) -> None:
+    # the ledger is an older-format file (no v2 keys); a v2 file adds regime, alternatives and undertrained
+    older = copy.deepcopy(ledger["chapters"]["rec4ad"]["claims"])
+    assert not {"regime", "alternatives", "undertrained"} & {key for claim in older for key in claim}
+    v2 = copy.deepcopy(older)
+    v2[0]["regime"] = {"property": "selection bias τ", "value": 2.0, "source": "the paper's setting"}
+    v2[0]["alternatives"] = {"arms": ["ads_only", "naive_mix"], "pick_by": "validation_auc", "winners": ["ads_only"]}
+    v2[1].update(status="undertrained", undertrained="arm 'ads_only' peaks in the last tenth of its budget")
+    for name, claims in (("older.json", older), ("v2.json", v2)):
+        (tmp_path / name).write_text(json.dumps({"seeds": [600], "claims": claims}))
+        assert main(["scorecard", "--compare", str(tmp_path / name)]) == 0
+    out = capsys.readouterr().out
+    assert "[selection bias τ = 2.0]" in out and "undertrained" in out

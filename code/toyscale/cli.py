@@ -1,9 +1,11 @@
-"""The command line: `python -m toyscale list | run | reproduce | calibrate | scorecard | bench | data`.
+"""The command line: `python -m toyscale list | run | reproduce | calibrate | scorecard | audit | bench | data`.
 
 User errors (an unknown chapter, a bad option) exit with status 2 and a one-line message, never a
 traceback. `reproduce --strict` exits 1 when an expected claim fails. `calibrate NAME` runs a
 chapter on calibration seeds (1000 and up) and reports how its claims' margins behave there.
 `data --rebuild NAME` recomputes a committed data file (a trained model) and rewrites it.
+`audit NAME|--all` lists every way a chapter breaks the claims protocol, with the fix, and exits 1
+on any violation of a chapter that has left the re-audit pending list.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import importlib
 import json
 import pickle
 import subprocess
@@ -22,8 +25,9 @@ from typing import Any
 from . import scorecard
 from .chapters import CHAPTERS, Chapter, UnknownChapter, get
 from .core import Table, check_results, claims_table, evaluate, set_threads, tally
+from .core.audit import ChapterFiles, audit, violations
 from .core.calibration import calibrate
-from .core.claims import run_seeds
+from .core.claims import mark_undertrained, run_seeds
 from .core.data import atomic_write_bytes
 from .core.environment import environment
 from .core.seeding import BOOK_SEEDS, CALIBRATION_SEED_START
@@ -97,6 +101,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         with Stopwatch() as watch:
             found = evaluate(module.CLAIMS, module.run, seeds, _config(module, args.fast), chapter.name)
         seconds[chapter.name] = round(watch.seconds, 2)
+        found = mark_undertrained(
+            found, _records(module).get("fast" if args.fast else "default", {}).get("budgets", {})
+        )
         outcomes += found
         lines.append(f"{chapter.name}: {tally(found).line()}")
     table = claims_table(outcomes)
@@ -201,6 +208,63 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
     return 0
 
 
+ROOT = Path(__file__).resolve().parents[2]  # the repository: code/toyscale/cli.py → ../..
+
+
+def _records(module: Any) -> dict[str, dict[str, Any]]:
+    """A chapter's committed calibration records by config ('default', 'fast'): those that exist."""
+    folder = Path(module.__file__).parent / "calibration"
+    return {
+        config: json.loads((folder / f"{config}.json").read_text())
+        for config in ("default", "fast")
+        if (folder / f"{config}.json").is_file()
+    }
+
+
+def _committed_results(chapter: Chapter) -> list[Any] | None:
+    """The book seeds' committed results: `results.reference().results` or `results.reference_results()`."""
+    try:
+        results = importlib.import_module(f"{chapter.module_name}.results")
+    except ModuleNotFoundError:
+        return None
+    if hasattr(results, "reference"):
+        return getattr(results.reference(), "results", None)
+    if hasattr(results, "reference_results"):
+        return list(results.reference_results())
+    return None
+
+
+def chapter_files(chapter: Chapter) -> ChapterFiles:
+    """What `audit` reads of a registered chapter: claims, falsifiers, records, notebook, committed results."""
+    module = chapter.load()
+    return ChapterFiles(
+        name=chapter.name,
+        claims=list(module.CLAIMS),
+        falsifiers=list(getattr(module, "FALSIFIERS", ())),
+        records=_records(module),
+        notebook=ROOT / "book" / chapter.part / f"{chapter.name}.py",
+        results=_committed_results(chapter),
+        fingerprints={
+            "default": chapter.fingerprint(module.Config()),
+            "fast": chapter.fingerprint(module.Config.fast()),
+        },
+    )
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    chapters = _chapters(args.names, args.all)
+    failing = 0
+    for chapter in chapters:
+        findings = audit(chapter_files(chapter))
+        for finding in findings:
+            print(finding.line())
+        failed = len(violations(findings))
+        failing += failed
+        print(f"{chapter.name}: {failed} violations, {len(findings) - failed} warnings")
+    print(f"audit: {failing} violations in {len(chapters)} chapters (pending chapters only warn)")
+    return 1 if failing else 0
+
+
 NOTEBOOK_BUDGET_S = 60  # each notebook, on a two-core CPU (the book's promise)
 NOTEBOOK_AIM_S = 45  # what every chapter aims for, to leave headroom on a loaded machine
 
@@ -300,7 +364,7 @@ def cmd_bench_one(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m toyscale", description=__doc__.splitlines()[0])
     commands = top.add_subparsers(
-        dest="command", required=True, metavar="{list,run,reproduce,calibrate,scorecard,bench,data}"
+        dest="command", required=True, metavar="{list,run,reproduce,calibrate,scorecard,audit,bench,data}"
     )
 
     commands.add_parser("list", help="the chapters, their part and their claims").set_defaults(func=cmd_list)
@@ -342,6 +406,13 @@ def parser() -> argparse.ArgumentParser:
     card.add_argument("--ledger", type=Path, default=scorecard.LEDGER, help="the ledger (default book/scorecard.json)")
     card.add_argument("--compare", type=Path, help="a `reproduce --json` file of your own to set beside the book's")
     card.set_defaults(func=cmd_scorecard)
+
+    aud = commands.add_parser(
+        "audit", help="every way a chapter breaks the claims protocol, with the fix (exit 1 on a violation)"
+    )
+    aud.add_argument("names", nargs="*", help="chapter names")
+    aud.add_argument("--all", action="store_true", help="every chapter")
+    aud.set_defaults(func=cmd_audit)
 
     bench = commands.add_parser(
         "bench", help="time each chapter's run() at its default config in a fresh process (or its notebook)"

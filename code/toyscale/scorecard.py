@@ -19,7 +19,7 @@ from typing import Any
 
 from .chapters import CHAPTERS, Chapter
 from .core import store
-from .core.claims import CONTROL, EFFECT, ClaimOutcome, status_of, tally
+from .core.claims import CONTROL, EFFECT, UNDERTRAINED, ClaimOutcome, status_of, tally
 from .core.data import atomic_write_bytes
 from .core.table import Table
 
@@ -91,7 +91,8 @@ def problems(ledger: dict[str, Any]) -> list[str]:
                 if row[key] != getattr(claim, key):
                     ours = getattr(claim, key)
                     found.append(f"{name}/{claim.id}: {key} is {row[key]!r} in the ledger, {ours!r} in the code; {fix}")
-            if claim.measurable and row["status"] != status_of(claim, row["passed"]):
+            follows = UNDERTRAINED if row.get("undertrained") else status_of(claim, row["passed"])
+            if claim.measurable and row["status"] != follows:
                 found.append(f"{name}/{claim.id}: status {row['status']!r} does not follow from the claim; {fix}")
         if "fingerprint" not in recorded:
             found.append(f"{name}: its entry predates compute-path fingerprints; {fix}")
@@ -159,6 +160,8 @@ def _numbers(claim: dict[str, Any]) -> str:
     sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
     first = claim["parts"][0]
     text = f"{first['name'] or 'value'}: {mean:+.4f} ± {sd:.4f}"
+    if claim.get("regime"):  # v2 files; older ones have none
+        text = f"[{claim['regime']['property']} = {claim['regime']['value']}] {text}"
     if claim["kind"] in (EFFECT, CONTROL):
         text += f" (margin {first['margin']:g})"
         if "Δ" in first["name"]:  # a paired difference: how many seeds favour the method

@@ -5,7 +5,9 @@ calibration seeds (1000 and up) and reports, for every claim, the paired differe
 spread and the share of five-seed windows (subsets of five calibration seeds) on which the claim
 passes with its current margin and win rule; and, for every falsifier, the share of windows on
 which the claims it names fail, as they must. A margin is well set when at least 95 % of windows
-pass with the method and at least 95 % fail with each falsifier.
+pass with the method and at least 95 % fail with each falsifier. The record also keeps the budgets
+the results report (`result.budgets`: per arm, the steps at its best point and the limit, one pair per
+calibration seed), from which `core.protocol.undertrained_arms` finds the arms that need a larger budget.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import itertools
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .claims import Claim, Falsifier
+from .claims import Claim, Falsifier, under
+from .protocol import budgets_of
 from .table import Table, mean_std
 
 #: Five seeds: the size of the book's claim checks, so the size of a calibration window.
@@ -96,6 +99,7 @@ class Calibration:
     fast: bool
     claims: tuple[ClaimRecord, ...]
     falsifiers: tuple[FalsifierRecord, ...]
+    budgets: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # arm -> (used, limit) per seed
 
     def table(self) -> Table:
         """One row per single check, with its claim's window pass rate (and 'ok' when it meets the target)."""
@@ -179,6 +183,7 @@ class Calibration:
                 }
                 for f in self.falsifiers
             ],
+            "budgets": {arm: [list(pair) for pair in pairs] for arm, pairs in self.budgets.items()},
         }
 
 
@@ -200,7 +205,11 @@ def calibrate(
     falsified: Sequence[tuple[Falsifier, Sequence[Any]]] = (),
     fast: bool = False,
 ) -> Calibration:
-    """Calibration records of every claim on `results` (one per seed) and of every falsifier's rerun."""
+    """Calibration records of every claim on `results` (one per seed) and of every falsifier's rerun.
+
+    A falsifier that puts an alternative in the method's place is checked against the strongest
+    remaining alternative (`core.claims.under`). The record keeps the results' budgets.
+    """
     if len(results) != len(seeds):
         raise ValueError(f"need one result per seed, got {len(results)} results for {len(seeds)} seeds")
     subsets = windows(len(results))
@@ -219,12 +228,12 @@ def calibrate(
         FalsifierRecord(
             falsifier.name,
             falsifier.kind,
-            {name: 1.0 - window_pass_rate(by_id[name], rerun, subsets) for name in falsifier.claims},
-            {name: _parts(by_id[name], rerun, subsets) for name in falsifier.claims},
+            {name: 1.0 - window_pass_rate(under(falsifier, by_id[name]), rerun, subsets) for name in falsifier.claims},
+            {name: _parts(under(falsifier, by_id[name]), rerun, subsets) for name in falsifier.claims},
         )
         for falsifier, rerun in falsified
     )
-    return Calibration(chapter, tuple(seeds), fast, tuple(records), falsifiers)
+    return Calibration(chapter, tuple(seeds), fast, tuple(records), falsifiers, budgets_of(results))
 
 
 def _parts(claim: Claim, results: Sequence[Any], subsets: Sequence[tuple[int, ...]]) -> tuple[PartRecord, ...]:

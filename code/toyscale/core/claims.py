@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .progress import progress
+from .protocol import TWO_SIDED, Alternatives, Band, Regime, budgets_of, pending, undertrained_arms
 from .table import Table, mean_std
 
 EFFECT, CONTROL, MECHANISM, MODELLED = "effect", "control", "mechanism", "modelled"
@@ -42,9 +43,11 @@ NEGLIGIBLE_SPREAD = 0.01
 # The statuses a claim can have in a table, and what `reproduce --strict` fails on ("FAIL").
 PASS, FAIL, NOT_REPRODUCED, PASS_NOT_EXPECTED = "pass", "FAIL", "not reproduced", "pass (not expected)"
 BY_CONSTRUCTION, MODELLED_STATUS, NOT_MEASURABLE = "by construction", "modelled", "not measurable here"
+#: A claim that reads an arm stopped at the end of a budget too short to let it peak (CLAIMS.md §3, v2).
+UNDERTRAINED = "undertrained"
 
 # A measured number typed into prose: a decimal (0.03, +4.4) or a percentage (31 %).
-_TYPED_NUMBER = re.compile(r"\d+\.\d+|\d+\s*%")
+TYPED_NUMBER = re.compile(r"\d+\.\d+|\d+\s*%")
 
 
 class ClaimError(ValueError):
@@ -59,7 +62,8 @@ class Verdict:
     or the metric itself for a bound); margin: the scale the values were judged against (the
     margin of a paired check, the half-width of a band, a limit), 0 when there is none (a one-sided bound);
     parts: the verdicts an `all_of` combines (empty for a single check); name: what was compared;
-    seeds_needed: more than 0 when the check could not be made on so few seeds (it then fails).
+    seeds_needed: more than 0 when the check could not be made on so few seeds (it then fails);
+    winners: per seed, the alternative picked as the strongest on validation (empty without alternatives).
     """
 
     passed: bool
@@ -69,6 +73,7 @@ class Verdict:
     parts: tuple[Verdict, ...] = ()
     name: str = ""
     seeds_needed: int = 0
+    winners: tuple[str, ...] = ()
 
     def leaves(self) -> tuple[Verdict, ...]:
         """The single checks this verdict is made of: itself, or the leaves of its parts."""
@@ -97,6 +102,13 @@ class Claim:
     measure the claim at all (an online A/B test), for a claim with no check;
     saturated: why the per-seed values of an `effect` or `control` may all be equal (a metric at
     its ceiling on every seed), which the zero-spread guard otherwise refuses.
+
+    The v2 fields (CLAIMS.md, `core.protocol`), all optional: alternatives: an effect's alternatives,
+    the strongest picked per seed on validation; regime: the regime an effect is checked in;
+    validates and band: the effect a control validates and its band as a fraction of that effect's
+    margin; low_spread: why an effect's calibration sd may lie below a tenth of its margin; arms: the
+    arms the check reads (for budgets; a builder's check knows its own). A check built by
+    `core.builders` carries its alternatives, band, validated effect and arms, and the claim takes them from it.
     """
 
     id: str
@@ -108,8 +120,21 @@ class Claim:
     reason: str = ""
     needs: str = ""
     saturated: str = ""
+    alternatives: Alternatives | None = None
+    regime: Regime | None = None
+    validates: str = ""
+    band: Band | None = None
+    low_spread: str = ""
+    arms: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for name in ("alternatives", "band", "validates", "arms"):
+            declared = getattr(self.check, name, None)
+            if declared:
+                own = getattr(self, name)
+                if own and own != declared:
+                    raise ClaimError(f"claim {self.id!r}: its {name} differ from its check's; declare them once")
+                object.__setattr__(self, name, declared)
         if not self.id or not self.id.replace("_", "").isalnum():
             raise ClaimError(f"claim id must be a non-empty identifier, got {self.id!r}")
         if self.kind not in KINDS:
@@ -124,13 +149,22 @@ class Claim:
             raise ClaimError(f"claim {self.id!r} has no check; say what the toy lacks to measure it in `needs`")
         if not self.expected and not (self.reason or self.needs):
             raise ClaimError(f"claim {self.id!r} is marked expected=False, so it needs a reason")
-        if _TYPED_NUMBER.search(self.reason):
+        if TYPED_NUMBER.search(self.reason):
             raise ClaimError(
-                f"claim {self.id!r}: its reason types a number ({_TYPED_NUMBER.search(self.reason).group()!r}); "
+                f"claim {self.id!r}: its reason types a number ({TYPED_NUMBER.search(self.reason).group()!r}); "
                 "name the mechanism and let the table show the measured numbers (CLAIMS.md §6)"
             )
         if self.saturated and self.kind not in (EFFECT, CONTROL):
             raise ClaimError(f"claim {self.id!r}: `saturated` explains an effect's or control's equal values only")
+        if (self.alternatives or self.regime or self.low_spread) and self.kind != EFFECT:
+            raise ClaimError(f"claim {self.id!r}: alternatives, regime and low_spread belong to an effect")
+        if (self.validates or self.band) and self.kind != CONTROL:
+            raise ClaimError(f"claim {self.id!r}: validates and band belong to a control")
+        if bool(self.validates) != bool(self.band):
+            raise ClaimError(
+                f"claim {self.id!r}: a control names the effect it validates and its band together "
+                "(validates='effect_id', band=Band(fraction, sided))"
+            )
 
     @property
     def measurable(self) -> bool:
@@ -146,18 +180,38 @@ class ClaimOutcome:
     claim: Claim
     verdict: Verdict
     seeds: tuple[int, ...]
+    undertrained: str = ""  # why the claim reads an undertrained arm (see `mark_undertrained`), else empty
+    budgets: Mapping[str, Sequence[tuple[int, int]]] = field(default_factory=dict, hash=False)
 
     @property
     def status(self) -> str:
-        """What the table shows; see `status_of` (or how many seeds a check that could not be made needs)."""
+        """What the table shows: how many seeds a check that could not be made needs, `undertrained` when the
+        claim reads such an arm, else see `status_of`."""
         if self.verdict.seeds_needed:
             return f"needs at least {self.verdict.seeds_needed} seeds"
+        if self.undertrained and self.claim.measurable:
+            return UNDERTRAINED
         return status_of(self.claim, self.verdict.passed)
 
     @property
     def fails_strict(self) -> bool:
-        """True when an expected claim failed, whatever its kind: what `reproduce --strict` exits 1 on."""
-        return self.claim.measurable and self.claim.expected and not self.verdict.passed
+        """True when an expected claim failed, whatever its kind: what `reproduce --strict` exits 1 on.
+
+        An undertrained claim neither passes nor fails.
+        """
+        undecided = self.status == UNDERTRAINED
+        return self.claim.measurable and self.claim.expected and not self.verdict.passed and not undecided
+
+    @property
+    def control_loss(self) -> str:
+        """For a control with a declared band: the method's loss beyond the band at the control point, else ''."""
+        if self.claim.kind != CONTROL or self.claim.band is None or not self.verdict.leaves()[0].values:
+            return ""
+        first = self.verdict.leaves()[0]
+        mean, std = mean_std(first.values)
+        if mean >= -first.margin:
+            return ""
+        return f"{first.name or 'Δ'} = {mean:+.4f} ± {std:.4f}: the method loses beyond the band −{first.margin:g}"
 
     @property
     def reproduced(self) -> bool:
@@ -168,10 +222,13 @@ class ClaimOutcome:
         """The JSON form the CLI writes: the claim, its kind and status, and the values behind the verdict.
 
         `values` are the per-seed values of the (first) check; `parts` lists every single check of a
-        combined verdict with its own values and margin.
+        combined verdict with its own values and margin. The v2 keys appear only where declared (so a
+        file without them, an older one, reads the same): `alternatives` (the arms, the validation
+        metric and the winner per seed), `regime`, `validates`, `band`, `control_loss`, `budgets` and
+        `undertrained`.
         """
         leaves = self.verdict.leaves()
-        return {
+        record = {
             "chapter": self.chapter,
             "id": self.claim.id,
             "kind": self.claim.kind,
@@ -189,6 +246,26 @@ class ClaimOutcome:
                 for leaf in leaves
             ],
         }
+        claim = self.claim
+        if claim.alternatives is not None:
+            winners = next((list(leaf.winners) for leaf in leaves if leaf.winners), [])
+            record["alternatives"] = {
+                "arms": list(claim.alternatives.names),
+                "pick_by": claim.alternatives.pick_by,
+                "winners": winners,
+            }
+        if claim.regime is not None:
+            record["regime"] = claim.regime.as_dict()
+        if claim.band is not None:
+            record["validates"] = claim.validates
+            record["band"] = {"fraction": claim.band.fraction, "sided": claim.band.sided}
+            if self.control_loss:
+                record["control_loss"] = self.control_loss
+        if self.budgets:
+            record["budgets"] = {arm: [list(pair) for pair in pairs] for arm, pairs in self.budgets.items()}
+        if self.undertrained:
+            record["undertrained"] = self.undertrained
+        return record
 
 
 def status_of(claim: Claim, passed: bool) -> str:
@@ -261,11 +338,14 @@ def vanishes(
     band: float,
     higher_is_better: bool = True,
     name: str = "Δ",
+    sided: str = TWO_SIDED,
 ) -> Verdict:
     """A negative control: the paired difference a − b (sign as in `paired`) has a mean within ±band.
 
     It passes when |mean(d)| ≤ band, so an effect that persists where the mechanism has nothing to
-    act on, or a large loss, fails it. The band comes from calibration seeds like a margin.
+    act on, or a large loss, fails it. One-sided (`sided='one-sided'`) it passes when mean(d) ≤ band:
+    the gain vanishes, and a loss shows as its own row (`ClaimOutcome.control_loss`). The band is a
+    fraction of the validated effect's margin (`core.protocol.Band`).
     """
     if len(a) != len(b) or len(a) == 0:
         raise ValueError(f"a and b need one value per seed and the same seeds, got {len(a)} and {len(b)}")
@@ -274,8 +354,11 @@ def vanishes(
     sign = 1.0 if higher_is_better else -1.0
     deltas = tuple(sign * (x - y) for x, y in zip(a, b, strict=True))
     mean, std = mean_std(deltas)
-    detail = f"{name} = {mean:+.4f} ± {std:.4f} over {len(deltas)} seeds, must lie within ±{band:g}"
-    return Verdict(abs(mean) <= band, detail, deltas, band, name=name)
+    if sided == TWO_SIDED:
+        detail = f"{name} = {mean:+.4f} ± {std:.4f} over {len(deltas)} seeds, must lie within ±{band:g}"
+        return Verdict(abs(mean) <= band, detail, deltas, band, name=name)
+    detail = f"{name} = {mean:+.4f} ± {std:.4f} over {len(deltas)} seeds, must lie at most +{band:g}"
+    return Verdict(mean <= band, detail, deltas, band, name=name)
 
 
 def within(values: Sequence[float], lo: float, hi: float, name: str) -> Verdict:
@@ -349,10 +432,13 @@ def check_results(
 
     With `guard` (the default) an effect or control whose values cannot vary raises `ClaimError`
     (see `guard_spread`); falsified runs switch it off, since a baseline run under the method's
-    name ties it exactly.
+    name ties it exactly. Once `chapter` has left `RE_AUDIT_PENDING`, a control whose band is wider
+    than it declares against its effect's margin is refused too (`refuse_wide_bands`). Each outcome
+    keeps the budgets (`result.budgets`) of the arms its claim reads.
     """
     if len(results) != len(seeds):
         raise ValueError(f"need one result per seed, got {len(results)} results for {len(seeds)} seeds")
+    budgets = budgets_of(results)
     outcomes = []
     for claim in claims:
         if claim.check is None:
@@ -368,8 +454,50 @@ def check_results(
                 raise TypeError(f"the check of claim {claim.id!r} returned {type(verdict).__name__}, not a Verdict")
             if guard:
                 guard_spread(claim, verdict)
-        outcomes.append(ClaimOutcome(chapter, claim, verdict, tuple(seeds)))
+        read = {arm: budgets[arm] for arm in claim_arms(claim, budgets)}
+        outcomes.append(ClaimOutcome(chapter, claim, verdict, tuple(seeds), budgets=read))
+    if guard and not pending(chapter):
+        refuse_wide_bands(outcomes)
     return outcomes
+
+
+def claim_arms(claim: Claim, budgets: Mapping[str, Any]) -> tuple[str, ...]:
+    """The reported arms a claim reads: its declared `arms`, or every reported arm when it names none."""
+    return tuple(arm for arm in (claim.arms or tuple(budgets)) if arm in budgets)
+
+
+def refuse_wide_bands(outcomes: Sequence[ClaimOutcome]) -> None:
+    """Refuse a control whose band is wider than half the margin of the effect it validates (CLAIMS.md §4, v2)."""
+    by_id = {o.claim.id: o for o in outcomes}
+    for outcome in outcomes:
+        claim = outcome.claim
+        if not claim.validates:
+            continue
+        effect = by_id.get(claim.validates)
+        if effect is None or effect.claim.kind != EFFECT:
+            raise ClaimError(f"control {claim.id!r} validates {claim.validates!r}, which is not an effect among these")
+        band, margin = outcome.verdict.leaves()[0].margin, effect.verdict.leaves()[0].margin
+        if band > claim.band.fraction * margin * (1 + 1e-9):
+            raise ClaimError(
+                f"control {claim.id!r} checks a band of {band:g}, wider than {claim.band.fraction:g} of the margin "
+                f"{margin:g} of {claim.validates!r} it declares: build its band as Band.width(that margin)"
+            )
+
+
+def mark_undertrained(
+    outcomes: Sequence[ClaimOutcome], budgets: Mapping[str, Sequence[Sequence[int]]]
+) -> list[ClaimOutcome]:
+    """The outcomes, each claim that reads an undertrained arm (on the calibration seeds' `budgets`) marked so.
+
+    `budgets` are a calibration record's (arm → one (used, limit) per calibration seed); a claim that
+    names no arms is taken to read every arm of the record.
+    """
+    late = undertrained_arms(budgets)
+    marked = []
+    for outcome in outcomes:
+        why = [late[arm] for arm in claim_arms(outcome.claim, late)]
+        marked.append(replace(outcome, undertrained="; ".join(why)) if why else outcome)
+    return marked
 
 
 def run_seeds(run: Callable[..., Any], seeds: Sequence[int], config: Any = None, desc: str = "seeds") -> list[Any]:
@@ -417,7 +545,9 @@ class Falsifier:
     name: short stable name (`ranking_off`); kind: `MECHANISM_OFF` (the method's key term switched
     off) or `BASELINE_IN_PLACE` (the strongest baseline run under the method's name); claims: the ids
     of the effects that must then fail; change: config → the changed config (the experiment is rerun,
-    never copied); description: the change in words.
+    never copied); description: the change in words; in_place: for a claim with alternatives, the
+    alternative run under the method's name, which is then compared with the strongest *remaining*
+    alternative (CLAIMS.md §5, v2).
     """
 
     name: str
@@ -425,6 +555,7 @@ class Falsifier:
     claims: tuple[str, ...]
     change: Callable[[Any], Any]
     description: str
+    in_place: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in (MECHANISM_OFF, BASELINE_IN_PLACE):
@@ -433,6 +564,39 @@ class Falsifier:
             )
         if not self.claims:
             raise ClaimError(f"falsifier {self.name!r} names no claim that must fail under it")
+        if self.in_place and self.kind != BASELINE_IN_PLACE:
+            raise ClaimError(f"falsifier {self.name!r}: in_place names an alternative in the method's place only")
+
+
+def under(falsifier: Falsifier, claim: Claim) -> Claim:
+    """The claim as `falsifier` checks it: with an alternative in the method's place, the strongest remaining one."""
+    if not falsifier.in_place:
+        return claim
+    if claim.alternatives is None or falsifier.in_place not in claim.alternatives.names:
+        raise ClaimError(
+            f"falsifier {falsifier.name!r} puts {falsifier.in_place!r} in the method's place, which is not an "
+            f"alternative of claim {claim.id!r}"
+        )
+    excluding = getattr(claim.check, "excluding", None)
+    if excluding is None:
+        raise ClaimError(
+            f"claim {claim.id!r} has alternatives but a hand-written check: build it with core.builders so "
+            "core can compare the alternative in the method's place with the strongest remaining one"
+        )
+    return replace(claim, check=excluding(falsifier.in_place))
+
+
+def refuse_empty_falsifier(falsifier: Falsifier, outcomes: Sequence[ClaimOutcome]) -> None:
+    """Refuse a falsifier whose paired values are exactly zero on every seed: it tests nothing (CLAIMS.md §5, v2)."""
+    for outcome in outcomes:
+        values = outcome.verdict.leaves()[0].values
+        if values and all(v == 0 for v in values):
+            raise ClaimError(
+                f"falsifier {falsifier.name!r}: the paired values of claim {outcome.claim.id!r} are exactly zero "
+                f"on every seed ({len(values)} seeds), so the rerun compares an arm with itself under another name "
+                "and can never catch a weak baseline; put each other alternative in the method's place "
+                "(Falsifier(in_place=...)) against the strongest remaining one, or switch the mechanism off"
+            )
 
 
 def falsify(
@@ -443,15 +607,21 @@ def falsify(
     config: Any,
     chapter: str = "",
 ) -> list[ClaimOutcome]:
-    """Rerun the experiment with the falsifier's change and check the claims it names (no spread guard)."""
+    """Rerun the experiment with the falsifier's change and check the claims it names (no spread guard).
+
+    Once `chapter` has left `RE_AUDIT_PENDING`, a falsifier whose paired values are all exactly zero is refused.
+    """
     by_id = {claim.id: claim for claim in claims}
     unknown = [name for name in falsifier.claims if name not in by_id]
     if unknown:
         raise ValueError(f"falsifier {falsifier.name!r} names unknown claims {unknown}; the claims are {list(by_id)}")
     changed = falsifier.change(config)
     results = run_seeds(run, seeds, changed, desc=f"{chapter or 'claims'}: {falsifier.name}")
-    named = [by_id[name] for name in falsifier.claims]
-    return check_results(named, results, tuple(seeds), chapter, guard=False)
+    named = [under(falsifier, by_id[name]) for name in falsifier.claims]
+    outcomes = check_results(named, results, tuple(seeds), chapter, guard=False)
+    if not pending(chapter):
+        refuse_empty_falsifier(falsifier, outcomes)
+    return outcomes
 
 
 def survivors(outcomes: Sequence[ClaimOutcome]) -> list[str]:
@@ -475,7 +645,12 @@ def claims_table(outcomes: Sequence[ClaimOutcome]) -> Table:
         toy = f"{o.verdict.detail}. Why: {why}" if why and not o.claim.expected else o.verdict.detail
         if not o.claim.measurable:
             toy = f"not measured: {o.claim.needs}"
-        rows.append([o.claim.id, o.claim.kind, o.claim.statement, f"{o.claim.metric}: {toy}", o.status])
+        if o.undertrained:
+            toy = f"{toy}. Undertrained: {o.undertrained}"
+        regime = f" [regime: {o.claim.regime.label()}]" if o.claim.regime else ""
+        rows.append([o.claim.id, o.claim.kind, o.claim.statement, f"{o.claim.metric}{regime}: {toy}", o.status])
+        if o.control_loss:
+            rows.append([f"{o.claim.id} (loss)", o.claim.kind, "", o.control_loss, "loss beyond the band"])
     seeds = sorted({s for o in outcomes for s in o.seeds})
     caption = f"Claims checked over seeds {_seed_range(seeds)}" if seeds else "Claims"
     return Table(["claim", "kind", "the paper says", "the toy measures", "verdict"], rows, caption)
@@ -500,6 +675,7 @@ class Tally:
     by_construction: int  # mechanisms that hold
     modelled: int  # modelled claims (whatever their outcome)
     failed: int  # expected claims that failed, any kind
+    undertrained: int = 0  # claims that read an arm stopped at the end of its budget (neither pass nor fail)
 
     def line(self) -> str:
         """'effects 1 of 3 reproduced · controls 1/1 · by construction 2 · modelled 0' (and what failed)."""
@@ -509,6 +685,8 @@ class Tally:
         )
         if self.not_measurable:
             text += f" · not measurable {self.not_measurable}"
+        if self.undertrained:
+            text += f" · undertrained {self.undertrained}"
         if self.failed:
             text += f" · FAILED {self.failed}"
         return text
@@ -529,4 +707,5 @@ def tally(outcomes: Sequence[ClaimOutcome]) -> Tally:
         by_construction=sum(o.status == BY_CONSTRUCTION for o in outcomes),
         modelled=count(MODELLED),
         failed=sum(o.fails_strict for o in outcomes),
+        undertrained=sum(o.status == UNDERTRAINED for o in outcomes),
     )

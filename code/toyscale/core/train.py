@@ -49,13 +49,15 @@ class TrainLog:
 
     losses: mean training loss of each epoch run; scores: validation score after each epoch (empty
     without early stopping); steps_per_epoch: optimizer steps of each epoch run; best_epoch: the
-    number of epochs behind the weights the model holds now (all of them without early stopping).
+    number of epochs behind the weights the model holds now (all of them without early stopping);
+    max_epochs: the epoch budget it was given (0 when unknown).
     """
 
     losses: list[float] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
     steps_per_epoch: list[int] = field(default_factory=list)
     best_epoch: int = 0
+    max_epochs: int = 0
 
     @property
     def epochs_run(self) -> int:
@@ -66,6 +68,17 @@ class TrainLog:
     def steps(self) -> int:
         """Optimizer steps behind the weights the model holds now."""
         return sum(self.steps_per_epoch[: self.best_epoch])
+
+    @property
+    def budget(self) -> tuple[int, int]:
+        """(steps behind the weights held now, steps the whole budget allows): what `result.budgets` reports.
+
+        Epochs not run (training stopped early) count with the steps of the last epoch run.
+        """
+        if self.max_epochs < self.epochs_run or not self.steps_per_epoch:
+            raise ValueError(f"this log has no epoch budget (max_epochs {self.max_epochs}); train() records it")
+        limit = sum(self.steps_per_epoch) + (self.max_epochs - self.epochs_run) * self.steps_per_epoch[-1]
+        return self.steps, limit
 
     @property
     def best_score(self) -> float:
@@ -98,7 +111,7 @@ def train(
         raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     model.train()
-    log = TrainLog()
+    log = TrainLog(max_epochs=epochs)
     best_state: dict[str, torch.Tensor] | None = None
     for epoch in progress(range(epochs), desc=desc, total=epochs):
         total, count = 0.0, 0
