@@ -628,10 +628,13 @@ reference.budget.table()
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on the five book seeds. A check compares BADiff with a baseline under
 # the protocol above, on the same data and seed, and passes only when the mean paired
-# difference clears an explicit margin *and* BADiff wins on at least four of the five seeds.
-# The margins were fixed on calibration seeds (1000 and up) that the book never shows, so
+# difference clears an explicit {term}`margin` *and* BADiff wins on at least four of the five seeds.
+# The margins were fixed on {term}`calibration seeds` (1000 and up) that the book never shows, so
 # that at least 95 % of five-seed windows pass with BADiff and fail when its hinge is switched
 # off or the plain model is trained in its place (`badiff.FALSIFIERS`; the records are in
 # `code/toyscale/genmm/badiff/calibration/`). The same record decided which claims the toy

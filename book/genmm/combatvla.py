@@ -348,6 +348,9 @@ Table(
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on five seeds of the default configuration. Running them takes
 # longer than this page may, so their metrics are committed as a checked file
 # (`python -m toyscale data --rebuild combatvla_results` recomputes it); the tests and
@@ -356,7 +359,7 @@ Table(
 # stored row. On the machine that made the file the numbers are identical (wall times
 # apart); the trained full and truncated models differ from one CPU to another (their
 # floating-point kernels round differently), so elsewhere each number may move by at most
-# the margin of the claims that read it. The wall times are this machine's and are not
+# the {term}`margin` of the claims that read it. The wall times are this machine's and are not
 # compared.
 
 # %%
@@ -384,7 +387,7 @@ assert all(row[-1] for row in rows), [row for row in rows if not row[-1]]
 Table(["arm", "metric", "seed 0, here", "seed 0, committed", "tolerance", "ok"], rows)
 
 # %% [markdown]
-# The margins of the claims were fixed on twelve calibration seeds (1000 to 1011; one default
+# The margins of the claims were fixed on twelve {term}`calibration seeds` (1000 to 1011; one default
 # run takes long enough that twenty would not fit), which the book never shows, by a rule
 # written before the record was read (in `combatvla/claims.py`). The same record decided
 # which claims the toy can be expected to show: an effect is expected only when it passes
@@ -393,7 +396,7 @@ Table(["arm", "metric", "seed 0, here", "seed 0, committed", "tolerance", "ok"],
 # AoT in the truncated arms' place, the explanation's loss off, the no-thought model in their
 # place). Any other effect is listed as *not reproduced*, with its reason, whatever the five
 # book seeds say. The record (`code/toyscale/genmm/combatvla/calibration/`), with the share
-# of windows each falsifier makes fail:
+# of windows each {term}`falsifier` makes fail:
 
 # %%
 record = load_record(cv)
@@ -516,7 +519,7 @@ cv.break_even_table(reference)
 # %% [markdown]
 # The scorecard line for this chapter: {glue:text}`tally`. The effects the calibration record
 # supports: {glue:text}`supported`. An effect it does not support may still pass on these
-# five seeds ("pass (not expected)" in the table) and would fail on others. What the toy
+# five seeds ("not reproduced (margin cleared)" in the table) and would fail on others. What the toy
 # shows:
 #
 # - **Fewer tokens and less time per decision** (by construction, verdict

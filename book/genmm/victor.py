@@ -443,10 +443,13 @@ reference.boundary.table()
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on the five book seeds. A check compares an arm with a baseline
 # trained under the same protocol on the same videos and seed, and passes only when the mean
-# paired difference clears an explicit margin *and* the arm wins on at least four of the
-# five seeds. The margins were fixed on twelve calibration seeds (1000 to 1011) that the book
+# paired difference clears an explicit {term}`margin` *and* the arm wins on at least four of the
+# five seeds. The margins were fixed on twelve {term}`calibration seeds` (1000 to 1011) that the book
 # never shows: a default run trains eight arms, which made twenty seeds too costly. They were
 # set so that at least 95 % of five-seed windows pass with the method and fail when the
 # proxy tasks are switched off (weight 0) or co-occurrence is trained in their place

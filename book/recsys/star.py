@@ -494,10 +494,13 @@ reference.boundary.table()
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim compares STAR with a baseline trained under the same protocol on the same data
 # and seed, and passes only when the mean paired difference over the five book seeds clears
-# an explicit margin *and* STAR wins on at least four of them. The margins were fixed on
-# calibration seeds (1000 and up) that the book never shows, so that at least 95 % of
+# an explicit {term}`margin` *and* STAR wins on at least four of them. The margins were fixed on
+# {term}`calibration seeds` (1000 and up) that the book never shows, so that at least 95 % of
 # five-seed windows pass with STAR and fail when its mechanism is switched off or the
 # baseline is trained in its place (`star.FALSIFIERS`; the records are in
 # `code/toyscale/recsys/star/calibration/`). The same record decided which claims the toy can
@@ -505,7 +508,7 @@ reference.boundary.table()
 # *not reproduced*, with the reason, whatever these five seeds happen to say. Here is that
 # record: each claim's paired difference over the calibration seeds, the share of their
 # five-seed windows on which the claim passes, and the share on which it fails under each
-# falsifier.
+# {term}`falsifier`.
 
 # %%
 record = load_record(star)

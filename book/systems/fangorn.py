@@ -423,9 +423,12 @@ Table(
 # %% [markdown]
 # ## Does the claim hold?
 #
-# Every margin was set before these seeds were looked at, on twenty calibration seeds (1000 to
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
+# Every {term}`margin` was set before these seeds were looked at, on twenty {term}`calibration seeds` (1000 to
 # 1019) of this configuration and of `Config.fast()`: each sits where at least 95 % of
-# five-seed windows pass with adaptive and fail under each falsifier, the adaptive arm planning
+# five-seed windows pass with adaptive and fail under each {term}`falsifier`, the adaptive arm planning
 # from the optimizer's estimates instead of the statistics, and the best static policy run
 # under adaptive's name (`fangorn.FALSIFIERS`; the records are in
 # `code/toyscale/systems/fangorn/calibration/`). The same record decided which claims the toy
