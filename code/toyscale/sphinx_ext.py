@@ -116,8 +116,10 @@ CSS = """
 table.toyscale-table { border-collapse: collapse; }
 table.toyscale-table td, table.toyscale-table th { padding: 0.25em 0.6em; vertical-align: top; }
 table.toyscale-table caption { caption-side: bottom; text-align: left; font-size: 0.9em; }
-/* Figures follow the column's width. */
-.cell_output .plotly-graph-div, .output .plotly-graph-div { max-width: 100%; }
+/* Figures follow the column's width; below 480 px (a phone) a figure keeps that width and
+   scrolls inside its own box, so neither its labels nor the text column are cut. */
+.cell_output .output:has(.plotly-graph-div) { max-width: 100%; overflow-x: auto; }
+.cell_output .plotly-graph-div { min-width: 480px; }
 .bd-article pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 @media print {
   .toyscale-table-wrap { overflow: visible; }

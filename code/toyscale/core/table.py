@@ -43,6 +43,11 @@ def format_cell(value: Any) -> str:
     return f"{value:.4g}" if abs(value) >= 1 else f"{value:.4f}"
 
 
+def _header(name: str) -> str:
+    """A column name as a reader sees it: 'detection_latency_s' → 'detection latency s'."""
+    return name.replace("_", " ")
+
+
 def _is_float(value: Any) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
@@ -103,22 +108,30 @@ class Table:
         lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
         return "\n".join(lines)
 
+    #: A table with more columns than this, and fewer rows than columns, is shown transposed in HTML.
+    MAX_HTML_COLUMNS = 7
+
     def _repr_html_(self) -> str:
         caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        columns, raw, cells = self.columns, self.rows, self.cells()
+        if len(columns) > self.MAX_HTML_COLUMNS and len(raw) < len(columns) - 1:
+            # many metrics of a few arms: one row per metric reads down a column that fits the page
+            columns = ["", *[format_cell(r[0]) for r in raw]]
+            raw = [[name, *[r[i] for r in self.rows]] for i, name in enumerate(self.columns) if i]
+            cells = [[_header(name), *[row[i] for row in self.cells()]] for i, name in enumerate(self.columns) if i]
+        head = "".join(f"<th>{html.escape(_header(c))}</th>" for c in columns)
         rows = []
-        for raw, row in zip(self.rows, self.cells(), strict=True):
-            cells = []
-            for column, value, v in zip(self.columns, raw, row, strict=True):
+        for values, row in zip(raw, cells, strict=True):
+            tds = []
+            for column, value, v in zip(columns, values, row, strict=True):
                 text = html.escape(v)
                 if isinstance(value, Link):
                     text = f'<a href="{html.escape(value.href)}">{text}</a>'
                 style = VERDICT_STYLES.get(v, "") if column == "verdict" else ""
-                numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-                if numeric:
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
                     style = (style + "; " if style else "") + "text-align: right; font-variant-numeric: tabular-nums"
-                cells.append(f'<td style="{style}">{text}</td>' if style else f"<td>{text}</td>")
-            rows.append("<tr>" + "".join(cells) + "</tr>")
+                tds.append(f'<td style="{style}">{text}</td>' if style else f"<td>{text}</td>")
+            rows.append("<tr>" + "".join(tds) + "</tr>")
         # The wrapper scrolls a table sideways inside the text column instead of pushing the page wider.
         return (
             '<div class="toyscale-table-wrap" style="max-width: 100%; overflow-x: auto">'
