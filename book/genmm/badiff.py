@@ -681,8 +681,8 @@ claims_table(outcomes)
 #   minus BADiff's is {glue:text}`beats_naive_early_stop_delta:+.2f` (verdict:
 #   {glue:text}`beats_naive_early_stop_status`). The decomposition shows where BADiff's
 #   quality goes. The quality embedding alone costs next to nothing
-#   ({glue:text}`gap_conditioning:+.2f`), so the earlier explanation that "conditioning costs
-#   quality" was wrong: with the models paired, it does not. The hinge costs
+#   ({glue:text}`gap_conditioning:+.2f`): with the models paired, conditioning does not cost
+#   quality. The hinge costs
 #   {glue:text}`gap_hinge:+.2f`: it pushes the estimate towards fewer grey pixels, and after
 #   rate control fewer grey pixels are not worth what they cost in strokes. Stopping early
 #   costs BADiff's model {glue:text}`gap_stop_early:+.2f`, against
@@ -765,7 +765,7 @@ print(f"for scale: one toy denoiser evaluation is about {toy_flops / 1e3:.0f} kF
 # hinge does, the cut in overshoot and the loss in quality, disappears with it.
 # ```
 #
-# 2. **The old labels.** The first version of this chapter scored the stop labels with
+# 2. **Labels without the hinge.** Score the stop labels instead with
 #    $J(k) = \mathrm{rate}(k) + \beta \cdot \mathrm{distortion} + \gamma k/T$, a rate that
 #    counts even below the budget. Write that variant of `badiff.stop_labels` and compare the
 #    mean label $k^\star$ and the policy's Fréchet distance with the hinge version. Why does

@@ -154,8 +154,8 @@ assert victor.caption((3, 7, 1)) == "数字3出现，数字7出现，数字1出�
 # characters, the ten digits and three special tokens). Sentence-order modeling shuffles the
 # segments. Because the segments read alike, a shuffled caption is simply the true caption of
 # another video, the same digits in another order: the text alone cannot say which shuffle
-# was applied, so the task needs the video. (An earlier version of this chapter wrote
-# 先, 然后 and 最后 into the segments, and the task was solved from those words alone.)
+# was applied, so the task needs the video. (Had the segments carried order words such as
+# 先, 然后 and 最后, the task could be solved from those words alone.)
 
 # %%
 tokens = victor.tokenize(victor.caption((3, 7, 1)))

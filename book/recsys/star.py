@@ -568,8 +568,8 @@ claims_table(outcomes)
 #   normalizing per domain: the attribution grid shows per-domain normalization lifting the
 #   shared model and MMoE too. Part of it is a gift of this toy world, whose domains see the
 #   features through an affine lens that per-domain statistics undo exactly. Against batch
-#   norm trained on single-domain batches, the broken baseline this chapter used before, the
-#   gap would be {glue:text}`bn_single_delta:+.4f` (the table of the three normalizations).
+#   norm trained on single-domain batches, a weaker baseline than the mixed batches used
+#   here, the gap would be {glue:text}`bn_single_delta:+.4f` (the table of the three normalizations).
 # - **STAR against the shared model.** Given per-domain input normalization and its own mixed
 #   batches, the shared model comes within noise of STAR:
 #   {glue:text}`beats_shared_delta:+.4f` on the book seeds (verdict:
@@ -658,8 +658,8 @@ print(
 # one above the claim's margin.
 # ```
 #
-# 2. **A fixed, short budget.** Earlier versions of this chapter trained every arm for the
-#    same few epochs at one rate. Do that:
+# 2. **A fixed, short budget.** Train every arm for the same few epochs at one rate, as a
+#    quick comparison might:
 #    `replace(star.Config(), max_epochs=8, patience=8, learning_rates=(0.01,))` trains every
 #    arm and every separate model for exactly eight passes. Compare STAR's lead over the
 #    separate models on the smallest domain with the protocol's. Why does a fixed budget
