@@ -114,13 +114,21 @@ CSS = """
 /* Tables: never wider than the text column; a wide one scrolls inside its own box. */
 .toyscale-table-wrap, .bd-article .table-wrapper { max-width: 100%; overflow-x: auto; }
 table.toyscale-table { border-collapse: collapse; }
-table.toyscale-table td, table.toyscale-table th { padding: 0.25em 0.6em; vertical-align: top; }
+table.toyscale-table td, table.toyscale-table th {
+  padding: 0.25em 0.6em; vertical-align: top; overflow-wrap: anywhere;
+}
+.bd-article table { max-width: 100%; }
+.bd-article td, .bd-article th { overflow-wrap: anywhere; }
 table.toyscale-table caption { caption-side: bottom; text-align: left; font-size: 0.9em; }
 /* Figures follow the column's width; below 480 px (a phone) a figure keeps that width and
    scrolls inside its own box, so neither its labels nor the text column are cut. */
 .cell_output .output:has(.plotly-graph-div) { max-width: 100%; overflow-x: auto; }
 .cell_output .plotly-graph-div { min-width: 480px; }
 .bd-article pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+/* Display math wider than a phone scrolls inside its own line. */
+.bd-article div.math, .bd-article mjx-container[display="true"] {
+  max-width: 100%; overflow-x: auto; overflow-y: hidden;
+}
 @media print {
   .toyscale-table-wrap { overflow: visible; }
   table.toyscale-table { font-size: 0.75em !important; }
@@ -138,13 +146,15 @@ def _exec_data(env: Any) -> dict[str, dict]:
     from myst_nb.sphinx_ import NbMetadataCollector
 
     data = NbMetadataCollector.get_doc_data(env)
-    return {name: d["exec_data"] for name, d in sorted(data.items()) if d.get("exec_data")}
+    return {
+        name: {**d["exec_data"], "raised": _raised(env, name)} for name, d in sorted(data.items()) if d.get("exec_data")
+    }
 
 
 def build_time_sentence(exec_data: dict[str, dict]) -> str:
     """'The 13 notebooks ran in 212 s in all (the slowest, 28 s) when this book was built; 0 failed.'"""
     times = [d["runtime"] for d in exec_data.values() if d.get("runtime") is not None]
-    failed = sum(d.get("succeeded") is False for d in exec_data.values())
+    failed = sum(d.get("succeeded") is False or bool(d.get("raised")) for d in exec_data.values())
     if not times:
         return "No notebook was executed in the build that made these pages."
     return (
@@ -203,8 +213,14 @@ def _exec_table(env: Any, here: str, data: dict[str, dict]) -> nodes.Node:
         link += nodes.inline(text=docname)
         runtime = "" if d.get("runtime") is None else f"{d['runtime']:.1f}"
         how = {"cache": "from the cache", "force": "run from scratch", "auto": "run"}.get(d.get("method"), "")
-        if d.get("succeeded"):
+        raised = d.get("raised", 0)
+        if d.get("succeeded") and not raised:
             outcome = nodes.paragraph(text="succeeded")
+        elif d.get("succeeded"):
+            # a build that allows errors records the notebook as run, but its page shows a traceback
+            outcome = nodes.paragraph()
+            outcome += nodes.strong(text="FAILED")
+            outcome += nodes.Text(f": {raised} cell(s) raised; the page shows the traceback")
         else:
             outcome = nodes.paragraph()
             outcome += nodes.strong(text="FAILED")
@@ -214,6 +230,15 @@ def _exec_table(env: Any, here: str, data: dict[str, dict]) -> nodes.Node:
         cells = [nodes.paragraph("", "", link), nodes.paragraph(text=runtime), nodes.paragraph(text=how), outcome]
         body += nodes.row("", *[nodes.entry("", c) for c in cells])
     return table
+
+
+def _raised(env: Any, docname: str) -> int:
+    """How many of a notebook's cells show a traceback in its page."""
+    try:
+        doctree = env.get_doctree(docname)
+    except Exception:  # a document not pickled yet
+        return 0
+    return sum("traceback" in node.get("classes", []) for node in doctree.findall(nodes.Element))
 
 
 class _Findings(SphinxDirective):
