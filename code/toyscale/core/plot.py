@@ -102,7 +102,7 @@ def _template() -> go.layout.Template:
 
 
 #: The longest line of a figure title, an axis title, a category label or a legend entry.
-TITLE_CHARS, AXIS_TITLE_CHARS, Y_TITLE_CHARS, LABEL_CHARS = 60, 45, 30, 16
+TITLE_CHARS, AXIS_TITLE_CHARS, Y_TITLE_CHARS, LABEL_CHARS = 52, 45, 30, 16
 #: Height added per two legend entries beyond four, so a long legend below the plot does not squash it.
 LEGEND_ROW_PX = 22
 
@@ -166,14 +166,15 @@ def layout_for_the_page(fig_dict: dict) -> dict:
             axis["tickformat"] = "~g"  # full values at 1, 2, 5 × 10^n, minor ticks between
             axis.setdefault("dtick", "D2")
             axis.setdefault("minor", {"ticks": "outside", "showgrid": False})
-    panel_titles = False
+    panel_lines = 0
     for note in layout.get("annotations", []):
         if isinstance(note.get("text"), str) and str(note.get("yref", "")).endswith("paper"):
             note["text"] = wrap(note["text"], TITLE_CHARS // 2)
-            panel_titles = panel_titles or (note.get("y", 0) >= 0.999 and note.get("yanchor") == "bottom")
-    if panel_titles and isinstance(layout.get("title"), dict):
+            if note.get("y", 0) >= 0.999 and note.get("yanchor") == "bottom":
+                panel_lines = max(panel_lines, note["text"].count("<br>") + 1)
+    if panel_lines and isinstance(layout.get("title"), dict):
         # make_subplots writes the top row's panel titles just above the plot area, where the title sits
-        layout["title"].setdefault("pad", {})["b"] = 30
+        layout["title"].setdefault("pad", {})["b"] = 12 + 18 * panel_lines
     for trace in fig_dict.get("data", []):
         for key in ("x", "y"):
             values = trace.get(key)
