@@ -67,18 +67,27 @@ def _toc_files(entry: Any) -> Iterator[str]:
 
 
 def chapter_pages() -> list[str]:
-    """The pages to check in the browser: the root page and every notebook in _toc.yml."""
+    """The pages to check in the browser: every page in _toc.yml, notebooks and Markdown alike."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     pages = [toc["root"]]
     for name in _toc_files(toc):
-        if name not in pages and (ROOT / f"{name}.ipynb").is_file():
+        if name not in pages and any((ROOT / f"{name}{ext}").is_file() for ext in (".ipynb", ".md")):
             pages.append(name)
     return pages
 
 
 @pytest.fixture(scope="module")
 def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the whole book once, from scratch, with every notebook executed; return html/."""
+    """Build the whole book once, from scratch, with every notebook executed; return html/.
+
+    With `TOYSCALE_BOOK_HTML=path/_build/html` the browser checks run on a book already built
+    by the same command (to check a layout change without executing every notebook again).
+    """
+    prebuilt = os.environ.get("TOYSCALE_BOOK_HTML")
+    if prebuilt:
+        html = Path(prebuilt)
+        assert (html / "index.html").is_file(), f"TOYSCALE_BOOK_HTML={prebuilt} holds no index.html"
+        return html
     out = tmp_path_factory.mktemp("book")
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     command = [
@@ -179,6 +188,59 @@ _RAW_MATH = ("$$", "\\(", "\\[", "\\begin{")
 _ALL_PLOTS_DRAWN = """() => [...document.querySelectorAll('div.plotly-graph-div')]
   .every(d => d.querySelector('.main-svg'))"""
 _HOVER = ".hoverlayer .hovertext, .hoverlayer .legend"
+# Layout problems of every drawn plotly figure: an axis title, tick label, legend entry or the title
+# cut by the figure's box; an axis title, tick label, legend entry or panel title on the figure's
+# title; an axis title on tick labels, the legend or a panel title; a legend entry on tick labels.
+_FIGURE_LAYOUT = """() => {
+  // Layout problems of every plotly figure on the page: text clipped by the figure's box, or
+  // overlapping the figure title, or an axis title overlapping tick labels or the legend.
+  const problems = [];
+  const inter = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1.5 &&
+                          Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1.5;
+  const boxes = (root, sel) => [...root.querySelectorAll(sel)]
+      .filter(e => (e.textContent || '').trim() && getComputedStyle(e).display !== 'none')
+      .map(e => ({el: e, text: e.textContent.trim().slice(0, 40), r: e.getBoundingClientRect()}))
+      .filter(b => b.r.width > 0 && b.r.height > 0);
+  document.querySelectorAll('div.plotly-graph-div').forEach((div, k) => {
+    const svg = div.querySelector('.main-svg');
+    if (!svg) return;
+    const fig = svg.getBoundingClientRect();
+    const name = `figure ${k + 1}`;
+    const title = boxes(div, '.g-gtitle .gtitle');
+    const axisTitles = boxes(div, '.infolayer [class*="xtitle"], .infolayer [class*="ytitle"]');
+    const ticks = boxes(div, '[class*="xaxislayer"] text, [class*="yaxislayer"] text');
+    const legend = boxes(div, '.legend .legendtext, .legend .legendtitletext');
+    const notes = boxes(div, '.annotation .annotation-text');
+    for (const b of [...title, ...axisTitles, ...ticks, ...legend]) {
+      const r = b.r;
+      if (r.left < fig.left - 1 || r.right > fig.right + 1 || r.top < fig.top - 1 || r.bottom > fig.bottom + 1)
+        problems.push(`${name}: "${b.text}" is clipped by the figure's box`);
+    }
+    for (const t of title) for (const b of [...axisTitles, ...ticks, ...legend, ...notes])
+      if (inter(t.r, b.r)) problems.push(`${name}: "${b.text}" overlaps the title "${t.text}"`);
+    for (const a of axisTitles) for (const b of [...ticks, ...legend, ...notes])
+      if (inter(a.r, b.r)) problems.push(`${name}: axis title "${a.text}" overlaps "${b.text}"`);
+    for (const l of legend) for (const b of ticks)
+      if (inter(l.r, b.r)) problems.push(`${name}: legend "${l.text}" overlaps tick "${b.text}"`);
+  });
+  return [...new Set(problems)];
+}"""
+# Tables wider than the text column (a table that scrolls sideways inside a wrapper counts too).
+_WIDE_TABLES = """() => {
+  const column = document.querySelector('article.bd-article') || document.querySelector('main');
+  const width = column.getBoundingClientRect().width;
+  return [...column.querySelectorAll('table')]
+    .map(t => [t, t.getBoundingClientRect().width])
+    .filter(([t, w]) => w > width + 1)
+    .map(([t, w]) => {
+      const name = (t.caption ? t.caption.textContent : (t.querySelector('th') || t).textContent).trim();
+      return `table "${name.slice(0, 60)}" is ${Math.round(w)} px wide in a ${Math.round(width)} px column`;
+    });
+}"""
+# The page scrolls sideways (the text column, or anything in it, is wider than the window).
+_SIDEWAYS = "() => document.documentElement.scrollWidth - window.innerWidth"
+PHONE = {"width": 390, "height": 844}
+PRINT_PAGE = "book/recsys/star"
 
 
 def _hover_shows_label(page: Any, plot: Any) -> bool:
@@ -255,6 +317,9 @@ def test_page_in_browser(
                 if not _hover_shows_label(page, plots.nth(i)):
                     problems.append(f"plotly figure {i + 1}: no hover label under the mouse")
 
+        problems += page.evaluate(_FIGURE_LAYOUT)
+        problems += page.evaluate(_WIDE_TABLES)
+
         if page.locator(".math").count():
             try:
                 page.wait_for_function(_MATH_RENDERED, timeout=20_000)
@@ -272,3 +337,60 @@ def test_page_in_browser(
     finally:
         page.close()
     assert not problems, f"{page_name}:\n" + "\n".join(problems)
+
+
+def _open(context: Any, server: str, page_name: str, viewport: dict[str, int] | None = None) -> Any:
+    """A page of the book, loaded with every figure drawn (requests outside the book aborted)."""
+    page = context.new_page()
+    if viewport:
+        page.set_viewport_size(viewport)
+    page.route(
+        "**/*",
+        lambda route: route.continue_() if urlsplit(route.request.url).hostname == "127.0.0.1" else route.abort(),
+    )
+    page.goto(f"{server}/{page_name}.html", wait_until="load")
+    page.wait_for_load_state("networkidle")
+    if page.locator("div.plotly-graph-div").count():
+        page.wait_for_function(_ALL_PLOTS_DRAWN, timeout=15_000)
+    return page
+
+
+@pytest.mark.parametrize("page_name", chapter_pages())
+def test_page_on_a_phone(page_name: str, server: str, browser_context: Any) -> None:
+    """At 390 px the page does not scroll sideways, and no figure's labels are cut or overlap."""
+    page = _open(browser_context, server, page_name, PHONE)
+    try:
+        problems = []
+        sideways = page.evaluate(_SIDEWAYS)
+        if sideways > 1:
+            problems.append(f"the page scrolls sideways by {sideways} px at {PHONE['width']} px")
+        problems += page.evaluate(_FIGURE_LAYOUT)
+    finally:
+        page.close()
+    assert not problems, f"{page_name} on a phone:\n" + "\n".join(problems)
+
+
+def test_a_chapter_prints_legibly(server: str, browser_context: Any) -> None:
+    """In the print view every figure is drawn at a legible size inside the page, and no table is cut."""
+    page = _open(browser_context, server, PRINT_PAGE)
+    try:
+        page.emulate_media(media="print")
+        page.set_viewport_size({"width": 794, "height": 1123})  # A4 at 96 dpi
+        page.wait_for_timeout(500)
+        problems = list(page.evaluate(_WIDE_TABLES)) + list(page.evaluate(_FIGURE_LAYOUT))
+        sizes = page.evaluate(
+            """() => [...document.querySelectorAll('div.plotly-graph-div .main-svg')]
+                 .map(s => [s.getBoundingClientRect().width, s.getBoundingClientRect().height])"""
+        )
+        assert sizes, f"{PRINT_PAGE} printed no figure"
+        problems += [
+            f"figure {i + 1} prints at {w:.0f}×{h:.0f} px" for i, (w, h) in enumerate(sizes) if w < 400 or h < 200
+        ]
+        if page.evaluate(_SIDEWAYS) > 1:
+            problems.append("the print view is wider than the page")
+        hidden = page.evaluate("() => getComputedStyle(document.querySelector('.bd-sidebar-primary')).display")
+        if hidden != "none":
+            problems.append("the sidebar is printed")
+    finally:
+        page.close()
+    assert not problems, f"{PRINT_PAGE} in print:\n" + "\n".join(problems)

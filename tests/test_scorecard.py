@@ -11,6 +11,7 @@ import pytest
 from toyscale import scorecard
 from toyscale.chapters import CHAPTERS
 from toyscale.cli import main
+from toyscale.core.claims import BY_CONSTRUCTION, HOLDS, NOT_MEASURABLE, REPRODUCED, STATUS_MEANINGS
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def test_a_claim_added_removed_rekinded_or_a_changed_source_is_caught(ledger: di
     assert any("kind is 'mechanism'" in p for p in scorecard.problems(rekinded))
     flipped = copy.deepcopy(ledger)
     first = flipped["chapters"]["jrc"]["claims"][0]
-    first["status"] = "pass" if first["status"] != "pass" else "FAIL"
+    first["status"] = "reproduced" if first["status"] != "reproduced" else "FAIL"
     assert any("does not follow" in p for p in scorecard.problems(flipped))
     edited = copy.deepcopy(ledger)
     edited["chapters"]["jrc"]["fingerprint"]["toyscale.recsys.jrc.experiment"] = "0" * 64
@@ -92,3 +93,43 @@ def test_compare_reads_older_files_and_v2_ones_side_by_side(tmp_path: Path, ledg
         assert main(["scorecard", "--compare", str(tmp_path / name)]) == 0
     out = capsys.readouterr().out
     assert "[selection bias τ = 2.0]" in out and "undertrained" in out
+
+
+def test_counts_and_verdict_cells_agree_everywhere(ledger: dict) -> None:
+    """The headline counts, each chapter's tally, the rendered verdict cells and the definitions agree."""
+    counts = {row[0]: row for row in scorecard.counts_table(ledger).rows}
+    found = scorecard.findings(ledger)
+    for part, label in scorecard.PART_NAMES.items():
+        table = scorecard.claims_table(ledger, part)
+        verdicts = [str(v) for v in table.column("verdict")]
+        kinds = table.column("kind")
+        reproduced = sum(v == REPRODUCED for v in verdicts)
+        effects = sum(k == "effect" and v != NOT_MEASURABLE for k, v in zip(kinds, verdicts, strict=True))
+        holding = sum(v == HOLDS for v in verdicts)
+        assert counts[label][1] == f"{reproduced} of {effects}", label
+        assert counts[label][2] == f"{holding} of {kinds.count('control')}", label
+        assert found["parts"][part]["reproduced"] == reproduced and found["parts"][part]["effects"] == effects
+        # only an effect is ever "reproduced", only a control "holds"; no cell says "pass"
+        assert all(k == "effect" for k, v in zip(kinds, verdicts, strict=True) if v == REPRODUCED)
+        assert all(k == "control" for k, v in zip(kinds, verdicts, strict=True) if v == HOLDS)
+        assert not [v for v in verdicts if "pass" in v.lower()], verdicts
+        assert set(verdicts) <= set(STATUS_MEANINGS), set(verdicts) - set(STATUS_MEANINGS)
+    total = counts["All chapters"][1]
+    assert total == f"{found['all']['reproduced']} of {found['all']['effects']}"
+    # each chapter's recorded tally (what its own page prints) agrees with its verdict cells
+    for name, entry in ledger["chapters"].items():
+        statuses = [c["status"] for c in entry["claims"]]
+        assert entry["tally"]["reproduced"] == statuses.count(REPRODUCED), name
+        assert entry["tally"]["controls_passed"] == statuses.count(HOLDS), name
+        assert entry["tally"]["by_construction"] == statuses.count(BY_CONSTRUCTION), name
+    # every status is defined on the Scorecard page, in the words of the tables' captions
+    assert scorecard.status_table().column("verdict") == list(STATUS_MEANINGS)
+
+
+def test_restatus_changes_only_the_words_of_a_verdict(ledger: dict) -> None:
+    old = copy.deepcopy(ledger)
+    for entry in old["chapters"].values():
+        for claim in entry["claims"]:
+            claim["status"] = {"reproduced": "pass", "holds": "pass"}.get(claim["status"], claim["status"])
+    assert scorecard.problems(old)  # an old word is caught ...
+    assert scorecard.restatus(old) == ledger  # ... and rewritten from `passed` alone, to the ledger as committed

@@ -635,10 +635,13 @@ reference.budget.table()
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on the five book seeds. A check compares BADiff with a baseline under
 # the protocol above, on the same data and seed, and passes only when the mean paired
-# difference clears an explicit margin *and* BADiff wins on at least four of the five seeds.
-# The margins were fixed on calibration seeds (1000 and up) that the book never shows, so
+# difference clears an explicit {term}`margin` *and* BADiff wins on at least four of the five seeds.
+# The margins were fixed on {term}`calibration seeds` (1000 and up) that the book never shows, so
 # that at least 95 % of five-seed windows pass with BADiff and fail when its hinge is switched
 # off or the plain model is trained in its place (`badiff.FALSIFIERS`; the records are in
 # `code/toyscale/genmm/badiff/calibration/`). The same record decided which claims the toy
@@ -685,8 +688,8 @@ claims_table(outcomes)
 #   minus BADiff's is {glue:text}`beats_naive_early_stop_delta:+.2f` (verdict:
 #   {glue:text}`beats_naive_early_stop_status`). The decomposition shows where BADiff's
 #   quality goes. The quality embedding alone costs next to nothing
-#   ({glue:text}`gap_conditioning:+.2f`), so the earlier explanation that "conditioning costs
-#   quality" was wrong: with the models paired, it does not. The hinge costs
+#   ({glue:text}`gap_conditioning:+.2f`): with the models paired, conditioning does not cost
+#   quality. The hinge costs
 #   {glue:text}`gap_hinge:+.2f`: it pushes the estimate towards fewer grey pixels, and after
 #   rate control fewer grey pixels are not worth what they cost in strokes. Stopping early
 #   costs BADiff's model {glue:text}`gap_stop_early:+.2f`, against
@@ -769,7 +772,7 @@ print(f"for scale: one toy denoiser evaluation is about {toy_flops / 1e3:.0f} kF
 # hinge does, the cut in overshoot and the loss in quality, disappears with it.
 # ```
 #
-# 2. **The old labels.** The first version of this chapter scored the stop labels with
+# 2. **Labels without the hinge.** Score the stop labels instead with
 #    $J(k) = \mathrm{rate}(k) + \beta \cdot \mathrm{distortion} + \gamma k/T$, a rate that
 #    counts even below the budget. Write that variant of `badiff.stop_labels` and compare the
 #    mean label $k^\star$ and the policy's Fréchet distance with the hinge version. Why does

@@ -350,6 +350,9 @@ Table(
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on five seeds of the default configuration. Running them takes longer
 # than this page may, so their metrics are committed as a checked file (`python -m toyscale
 # data --rebuild combatvla_results` recomputes it); the tests and `python -m toyscale reproduce
@@ -383,7 +386,7 @@ beside(
 )
 
 # %% [markdown]
-# The margins of the claims were fixed on twelve calibration seeds (1000 to 1011; one default
+# The margins of the claims were fixed on twelve {term}`calibration seeds` (1000 to 1011; one default
 # run takes long enough that twenty would not fit), which the book never shows, by a rule
 # written before the record was read (in `combatvla/claims.py`). The same record decided
 # which claims the toy can be expected to show: an effect is expected only when it passes
@@ -392,7 +395,7 @@ beside(
 # AoT in the truncated arms' place, the explanation's loss off, the no-thought model in their
 # place). Any other effect is listed as *not reproduced*, with its reason, whatever the five
 # book seeds say. The record (`code/toyscale/genmm/combatvla/calibration/`), with the share
-# of windows each falsifier makes fail:
+# of windows each {term}`falsifier` makes fail:
 
 # %%
 record = load_record(cv)
@@ -515,7 +518,7 @@ cv.break_even_table(reference)
 # %% [markdown]
 # The scorecard line for this chapter: {glue:text}`tally`. The effects the calibration record
 # supports: {glue:text}`supported`. An effect it does not support may still pass on these
-# five seeds ("pass (not expected)" in the table) and would fail on others. What the toy
+# five seeds ("not reproduced (margin cleared)" in the table) and would fail on others. What the toy
 # shows:
 #
 # - **Fewer tokens and less time per decision** (by construction, verdict

@@ -156,8 +156,8 @@ assert victor.caption((3, 7, 1)) == "数字3出现，数字7出现，数字1出�
 # characters, the ten digits and three special tokens). Sentence-order modeling shuffles the
 # segments. Because the segments read alike, a shuffled caption is simply the true caption of
 # another video, the same digits in another order: the text alone cannot say which shuffle
-# was applied, so the task needs the video. (An earlier version of this chapter wrote
-# 先, 然后 and 最后 into the segments, and the task was solved from those words alone.)
+# was applied, so the task needs the video. (Had the segments carried order words such as
+# 先, 然后 and 最后, the task could be solved from those words alone.)
 
 # %%
 tokens = victor.tokenize(victor.caption((3, 7, 1)))
@@ -446,10 +446,13 @@ reference.boundary.table()
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on the five book seeds. A check compares an arm with a baseline
 # trained under the same protocol on the same videos and seed, and passes only when the mean
-# paired difference clears an explicit margin *and* the arm wins on at least four of the
-# five seeds. The margins were fixed on twelve calibration seeds (1000 to 1011) that the book
+# paired difference clears an explicit {term}`margin` *and* the arm wins on at least four of the
+# five seeds. The margins were fixed on twelve {term}`calibration seeds` (1000 to 1011) that the book
 # never shows: a default run trains eight arms, which made twenty seeds too costly. They were
 # set so that at least 95 % of five-seed windows pass with the method and fail when the
 # proxy tasks are switched off (weight 0) or co-occurrence is trained in their place

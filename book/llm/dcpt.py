@@ -516,9 +516,12 @@ for axis in committed.AXES:
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on the five book grids, paired by grid: the law against the strongest
 # alternative, on the same held-out points. A check passes only when the mean paired
-# difference clears an explicit margin *and* the law wins on at least four of the five grids.
+# difference clears an explicit {term}`margin` *and* the law wins on at least four of the five grids.
 # Which alternative is the strongest
 # on each split, the tolerance $T$, and every margin and win rule were fixed on twelve
 # calibration grids (seeds 1000 to 1011) that the book never shows, so that at least 95 % of

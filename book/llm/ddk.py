@@ -500,10 +500,13 @@ Table(
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on the five book seeds. A check compares DDK with a baseline trained
 # under the same protocol from the same warm student, and passes only when the mean paired
-# difference clears an explicit margin *and* DDK wins on at least four of the five seeds.
-# The margins were fixed on calibration seeds (eight of them, 1000 to 1003 and 1006 to
+# difference clears an explicit {term}`margin` *and* DDK wins on at least four of the five seeds.
+# The margins were fixed on {term}`calibration seeds` (eight of them, 1000 to 1003 and 1006 to
 # 1009: one run takes long enough that the machine's time allowed no more) that the book
 # never shows, so that at least 95 % of five-seed windows
 # pass with DDK and fail when DDK's mixture is fed the gaps of shuffled domains or the

@@ -27,7 +27,7 @@
 # *Joint Optimization of Ranking and Calibration with Contextualized Hybrid Model*
 # {cite}`sheng2023jrc` (JRC, KDD 2023) gets both from one model with two output logits. It
 # has served Alibaba's display advertising since May 2022, where the paper reports
-# **CTR +4.4 % and RPM +2.3 %** online and a **GAUC gain of +0.3 %** offline, with the
+# **CTR +4.4 % and RPM +2.3 %** online and a **{term}`GAUC` gain of +0.3 %** offline, with the
 # gains concentrated on sparse, long-tail users.
 #
 # This chapter builds JRC from its two loss terms, trains it beside the pointwise and the
@@ -403,10 +403,13 @@ reference.boundary.table()
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on the five book seeds. A check compares JRC with a baseline trained
 # under the same protocol on the same data and seed, and passes only when the mean paired
-# difference clears an explicit margin *and* JRC wins on at least four of the five seeds. The
-# margins were fixed on twenty calibration seeds (1000 to 1019) that the book never shows,
+# difference clears an explicit {term}`margin` *and* JRC wins on at least four of the five seeds. The
+# margins were fixed on twenty {term}`calibration seeds` (1000 to 1019) that the book never shows,
 # so that at least 95 % of five-seed windows pass with JRC and fail when JRC's ranking term is
 # switched off or the pointwise model is trained in its place (`jrc.FALSIFIERS`; the records
 # are in `code/toyscale/recsys/jrc/calibration/`). The same record decided which claims the toy
@@ -414,7 +417,7 @@ reference.boundary.table()
 # *not reproduced*, with the reason, whatever these five seeds happen to say. Here is that
 # record: each claim's paired difference over the twenty calibration seeds, the share of their
 # five-seed windows on which the claim passes, and the share on which it fails under each
-# falsifier.
+# {term}`falsifier`.
 
 # %%
 record = load_record(jrc)
@@ -469,10 +472,10 @@ claims_table(outcomes)
 #   own best validation log loss, the pointwise model's log loss minus JRC's is
 #   {glue:text}`log_loss_delta:+.4f` on average over these five seeds and
 #   {glue:text}`log_loss_calibration:+.4f` over the twenty calibration seeds (positive would
-#   favour JRC), and JRC's PCOC leaves the ±3 % band on some seeds: the ranking term adds
+#   favour JRC), and JRC's {term}`PCOC` leaves the ±3 % band on some seeds: the ranking term adds
 #   ranking, not calibration. Not reproduced.
 # - **JRC against the combined loss.** Tuned and early-stopped on validation, the combined
-#   loss stops before its ranking term bends its logit far, so its costs in log loss and ECE
+#   loss stops before its ranking term bends its logit far, so its costs in log loss and {term}`ECE`
 #   are small next to the seed noise, and the two rank alike. The table lists the numbers;
 #   none of the three comparisons passes often enough on the calibration seeds to be claimed,
 #   so none is, whatever these five seeds show.

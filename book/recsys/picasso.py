@@ -372,9 +372,12 @@ beside(
 # %% [markdown]
 # ## Does the claim hold?
 #
-# Every margin was set before these seeds were looked at, on twelve calibration seeds (1000 to
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
+# Every {term}`margin` was set before these seeds were looked at, on twelve {term}`calibration seeds` (1000 to
 # 1011) of this configuration and of `Config.fast()`, measured on the loaded build machine: each
-# sits where at least 95 % of five-seed windows pass and fail under each falsifier, packing in
+# sits where at least 95 % of five-seed windows pass and fail under each {term}`falsifier`, packing in
 # groups of one field, the per-field model timed under the packed name, a fast tier of no rows,
 # and the single table's traffic under the two-tier name (`picasso.FALSIFIERS`; the records are
 # in `code/toyscale/recsys/picasso/calibration/`):

@@ -248,7 +248,7 @@ Table(columns, rows, "The arms")
 # ## The experiment
 #
 # `run` draws the feed, trains the six arms under that protocol, and measures them two ways:
-# on the **uniformly exposed test ads** (AUC, log loss, PCOC, the ratio of predicted to actual
+# on the **uniformly exposed test ads** (AUC, log loss, {term}`PCOC`, the ratio of predicted to actual
 # clicks), and in a **simulated online test** that ranks 20 fresh candidate ads per request by
 # $\hat p \times \text{bid}$, shows the top one, and scores it with the true click probability.
 # CTR and RPM are reported as fractions of the oracle's, which ranks by the true
@@ -368,10 +368,13 @@ rec4ad.attribution_table(reference.results)
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on the five book seeds. A check compares two arms trained under the same
 # protocol on the same data and seed, and passes only when the mean paired difference clears an
-# explicit margin *and* the method wins on at least four of the five seeds. The margins were
-# fixed on twenty calibration seeds (1000 to 1019) that the book never shows, so that at least
+# explicit {term}`margin` *and* the method wins on at least four of the five seeds. The margins were
+# fixed on twenty {term}`calibration seeds` (1000 to 1019) that the book never shows, so that at least
 # 95 % of five-seed windows pass with the method and fail when its mechanism is switched off
 # (the recommendation samples' labels permuted, or the domain indicator permuted) or the
 # baseline is trained in its place (`rec4ad.FALSIFIERS`; the records are in
@@ -445,7 +448,7 @@ claims_table(outcomes)
 #   clicks permuted among them, the recommendation impressions still lift the AUC on some seeds,
 #   because they keep the shared network from fitting only the narrow slice of the feature space
 #   the legacy ranker shows. With their true labels the lift holds on every calibration seed,
-#   and the margin was set above what permuted labels reach (the falsifier column of the record).
+#   and the margin was set above what permuted labels reach (the {term}`falsifier` column of the record).
 #   That is also why the growth with $\tau$ is shown, not claimed on its own: permuted labels
 #   grow it on some seeds too.
 # - **Domain information is what keeps the ad CTR calibrated.** The naive mix learns the

@@ -508,10 +508,13 @@ reference.boundary.table()
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim compares STAR with a baseline trained under the same protocol on the same data
 # and seed, and passes only when the mean paired difference over the five book seeds clears
-# an explicit margin *and* STAR wins on at least four of them. The margins were fixed on
-# calibration seeds (1000 and up) that the book never shows, so that at least 95 % of
+# an explicit {term}`margin` *and* STAR wins on at least four of them. The margins were fixed on
+# {term}`calibration seeds` (1000 and up) that the book never shows, so that at least 95 % of
 # five-seed windows pass with STAR and fail when its mechanism is switched off or the
 # baseline is trained in its place (`star.FALSIFIERS`; the records are in
 # `code/toyscale/recsys/star/calibration/`). The same record decided which claims the toy can
@@ -519,7 +522,7 @@ reference.boundary.table()
 # *not reproduced*, with the reason, whatever these five seeds happen to say. Here is that
 # record: each claim's paired difference over the calibration seeds, the share of their
 # five-seed windows on which the claim passes, and the share on which it fails under each
-# falsifier.
+# {term}`falsifier`.
 
 # %%
 record = load_record(star)
@@ -579,8 +582,8 @@ claims_table(outcomes)
 #   normalizing per domain: the attribution grid shows per-domain normalization lifting the
 #   shared model and MMoE too. Part of it is a gift of this toy world, whose domains see the
 #   features through an affine lens that per-domain statistics undo exactly. Against batch
-#   norm trained on single-domain batches, the broken baseline this chapter used before, the
-#   gap would be {glue:text}`bn_single_delta:+.4f` (the table of the three normalizations).
+#   norm trained on single-domain batches, a weaker baseline than the mixed batches used
+#   here, the gap would be {glue:text}`bn_single_delta:+.4f` (the table of the three normalizations).
 # - **STAR against the shared model.** Given per-domain input normalization and its own mixed
 #   batches, the shared model comes within noise of STAR:
 #   {glue:text}`beats_shared_delta:+.4f` on the book seeds (verdict:
@@ -669,8 +672,8 @@ print(
 # one above the claim's margin.
 # ```
 #
-# 2. **A fixed, short budget.** Earlier versions of this chapter trained every arm for the
-#    same few epochs at one rate. Do that:
+# 2. **A fixed, short budget.** Train every arm for the same few epochs at one rate, as a
+#    quick comparison might:
 #    `replace(star.Config(), max_epochs=8, patience=8, learning_rates=(0.01,))` trains every
 #    arm and every separate model for exactly eight passes. Compare STAR's lead over the
 #    separate models on the smallest domain with the protocol's. Why does a fixed budget

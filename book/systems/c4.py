@@ -459,12 +459,15 @@ boundary.table()
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on the five book seeds. The detection check compares C4D with the
 # last-arrival baseline on the same episodes and passes only when the mean paired difference
-# clears an explicit margin *and* C4D wins on at least four of the five seeds, with a low
-# false-alarm rate. The margins were fixed on twelve calibration seeds (1000 to 1011; a run of
+# clears an explicit {term}`margin` *and* C4D wins on at least four of the five seeds, with a low
+# false-alarm rate. The margins were fixed on twelve {term}`calibration seeds` (1000 to 1011; a run of
 # the real job takes tens of seconds on the loaded shared machine, and every seed is rerun
-# under each falsifier) that the book never shows, so
+# under each {term}`falsifier`) that the book never shows, so
 # that at least 95 % of five-seed windows pass with the method and fail under each falsifier:
 # C4D reading its per-connection timings with the rank labels shifted, the baseline run under
 # C4D's name, a plan that reads no loads, and ECMP run under C4P's name (`c4.FALSIFIERS`; the

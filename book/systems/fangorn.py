@@ -359,9 +359,13 @@ Table(
 #
 # Every task above also ran for real on this machine's threads. The replay never reads those
 # wall times, but they check the cost model: each point is one task, its measured wall time
-# against the committed model's prediction for its rows. Points near the diagonal mean the
-# model describes the tasks; scatter above it at small sizes is fixed per-task overhead and
-# this machine's load.
+# against the committed model's prediction for its rows. Points on the diagonal would mean
+# the model describes the tasks. Most points lie far above it: a real task on this machine
+# takes much longer than the model predicts for its rows, because of fixed per-task overhead
+# (handing the task to a thread, Python itself) and the machine's load. The correlation
+# printed below says how much of the model's ordering of tasks by size survives that. The
+# replay's times are therefore the model's, not this machine's: they compare plans under one
+# cost model, they do not predict how long the real tasks take.
 
 # %%
 fangorn.fig_replay_check(result).show()
@@ -432,9 +436,12 @@ Table(
 # %% [markdown]
 # ## Does the claim hold?
 #
-# Every margin was set before these seeds were looked at, on twenty calibration seeds (1000 to
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
+# Every {term}`margin` was set before these seeds were looked at, on twenty {term}`calibration seeds` (1000 to
 # 1019) of this configuration and of `Config.fast()`: each sits where at least 95 % of
-# five-seed windows pass with adaptive and fail under each falsifier, the adaptive arm planning
+# five-seed windows pass with adaptive and fail under each {term}`falsifier`, the adaptive arm planning
 # from the optimizer's estimates instead of the statistics, and the best static policy run
 # under adaptive's name (`fangorn.FALSIFIERS`; the records are in
 # `code/toyscale/systems/fangorn/calibration/`). The same record decided which claims the toy

@@ -432,11 +432,14 @@ reference.noise.table()
 # %% [markdown]
 # ## Does the claim hold?
 #
+# The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
+# chapter's and says what each verdict means.
+#
 # Each claim is checked on the five book seeds. A check compares FaPES with a baseline
 # simulated on the same trace and seed, and passes only when the mean paired difference clears
-# an explicit margin *and* FaPES wins on at least four of the five seeds. The margins were
-# fixed on twenty calibration seeds (1000 to 1019) that the book never shows, so that at least
-# 95 % of five-seed windows pass with FaPES and fail under each falsifier: FaPES choosing GPUs
+# an explicit {term}`margin` *and* FaPES wins on at least four of the five seeds. The margins were
+# fixed on twenty {term}`calibration seeds` (1000 to 1019) that the book never shows, so that at least
+# 95 % of five-seed windows pass with FaPES and fail under each {term}`falsifier`: FaPES choosing GPUs
 # only, reclaiming by kills, sizing replicas without its board, or never fitting its model,
 # and each baseline run under FaPES's name (`fapes.FALSIFIERS`; the records are in
 # `code/toyscale/systems/fapes/calibration/`). The same record decided which claims the toy can

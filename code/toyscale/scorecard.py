@@ -19,9 +19,23 @@ from typing import Any
 
 from .chapters import CHAPTERS, Chapter
 from .core import store
-from .core.claims import CONTROL, EFFECT, UNDERTRAINED, ClaimOutcome, status_of, tally
+from .core.claims import (
+    BY_CONSTRUCTION,
+    CONTROL,
+    EFFECT,
+    HOLDS,
+    MODELLED,
+    NOT_MEASURABLE,
+    REPRODUCED,
+    STATUS_MEANINGS,
+    UNDERTRAINED,
+    ClaimOutcome,
+    readable,
+    status_of,
+    tally,
+)
 from .core.data import atomic_write_bytes
-from .core.table import Table
+from .core.table import Link, Table
 
 LEDGER = Path(__file__).resolve().parents[2] / "book" / "scorecard.json"
 PART_NAMES = {
@@ -103,23 +117,66 @@ def problems(ledger: dict[str, Any]) -> list[str]:
     return found
 
 
+def restatus(ledger: dict[str, Any]) -> dict[str, Any]:
+    """The ledger with every claim's status recomputed from its recorded `passed` by today's `status_of`.
+
+    For a renamed status: nothing measured changes (no value, no verdict, no fingerprint), only the
+    words the verdict is printed in. A claim not in the code keeps its row (`problems` reports it).
+    """
+    updated = json.loads(json.dumps(ledger))
+    for name, recorded in updated["chapters"].items():
+        if name not in CHAPTERS:
+            continue
+        claims = {c.id: c for c in CHAPTERS[name].load().CLAIMS}
+        for row in recorded["claims"]:
+            claim = claims.get(row["id"])
+            if claim is not None:
+                row["status"] = status_of(claim, row["passed"])
+    return updated
+
+
+def write(path: Path, ledger: dict[str, Any]) -> None:
+    """Write a ledger atomically, in the form `update` writes."""
+    atomic_write_bytes(path, (json.dumps(ledger, indent=1, ensure_ascii=False) + "\n").encode())
+
+
 def _effects(chapters: dict[str, dict]) -> tuple[int, int]:
     effects = [
-        c
-        for e in chapters.values()
-        for c in e["claims"]
-        if c["kind"] == EFFECT and c["status"] != "not measurable here"
+        c for e in chapters.values() for c in e["claims"] if c["kind"] == EFFECT and c["status"] != NOT_MEASURABLE
     ]
-    return sum(c["status"] == "pass" for c in effects), len(effects)
+    return sum(c["status"] == REPRODUCED for c in effects), len(effects)
+
+
+def _parts(ledger: dict[str, Any]) -> dict[str, dict[str, dict]]:
+    by_part: dict[str, dict[str, dict]] = {}
+    for name, chapter in ledger["chapters"].items():
+        by_part.setdefault(chapter["part"], {})[name] = chapter
+    return by_part
+
+
+def findings(ledger: dict[str, Any]) -> dict[str, Any]:
+    """What the book found, for the landing page: effects reproduced and controls holding, in all and by part."""
+
+    def count(chapters: dict[str, dict]) -> dict[str, int]:
+        reproduced, effects = _effects(chapters)
+        controls = [c for e in chapters.values() for c in e["claims"] if c["kind"] == CONTROL]
+        return {
+            "reproduced": reproduced,
+            "effects": effects,
+            "controls_holding": sum(c["status"] == HOLDS for c in controls),
+            "controls": len(controls),
+            "chapters": len(chapters),
+        }
+
+    return {"all": count(ledger["chapters"]), "parts": {p: count(c) for p, c in _parts(ledger).items()}}
 
 
 def counts_table(ledger: dict[str, Any]) -> Table:
     """Effects reproduced per part and in all, with controls, mechanisms and modelled numbers."""
     rows = []
-    by_part: dict[str, dict[str, dict]] = {}
-    for name, chapter in ledger["chapters"].items():
-        by_part.setdefault(chapter["part"], {})[name] = chapter
-    groups = [(PART_NAMES[p], chapters) for p, chapters in by_part.items()] + [("All chapters", ledger["chapters"])]
+    groups = [(PART_NAMES[p], chapters) for p, chapters in _parts(ledger).items()] + [
+        ("All chapters", ledger["chapters"])
+    ]
     for label, chapters in groups:
         claims = [c for e in chapters.values() for c in e["claims"]]
         reproduced, effects = _effects(chapters)
@@ -128,14 +185,24 @@ def counts_table(ledger: dict[str, Any]) -> Table:
             [
                 label,
                 f"{reproduced} of {effects}",
-                f"{sum(c['status'] == 'pass' for c in controls)} of {len(controls)}",
-                sum(c["status"] == "by construction" for c in claims),
-                sum(c["kind"] == "modelled" for c in claims),
-                sum(c["status"] == "not measurable here" for c in claims),
+                f"{sum(c['status'] == HOLDS for c in controls)} of {len(controls)}",
+                sum(c["status"] == BY_CONSTRUCTION for c in claims),
+                sum(c["kind"] == MODELLED for c in claims),
+                sum(c["status"] == NOT_MEASURABLE for c in claims),
             ]
         )
     columns = ["", "effects reproduced", "controls holding", "by construction", "modelled", "not measurable here"]
     return Table(columns, rows, f"The scorecard over seeds {ledger['seeds'][0]}–{ledger['seeds'][-1]}")
+
+
+def status_table() -> Table:
+    """Every status a claims table can print and what it means (the words of each table's caption)."""
+    return Table(["verdict", "what it means"], [[s, m] for s, m in STATUS_MEANINGS.items()], "The verdicts")
+
+
+def chapter_link(name: str, chapter: dict[str, Any]) -> Link:
+    """A link from the Scorecard page (book/scorecard.html) to the chapter's claims section."""
+    return Link(name, f"{chapter['part']}/{name}.html#does-the-claim-hold")
 
 
 def claims_table(ledger: dict[str, Any], part: str) -> Table:
@@ -145,13 +212,23 @@ def claims_table(ledger: dict[str, Any], part: str) -> Table:
         if chapter["part"] != part:
             continue
         for claim in chapter["claims"]:
-            rows.append([name, claim["id"], claim["kind"], claim["statement"], _numbers(claim), claim["status"]])
-    return Table(["chapter", "claim", "kind", "the paper says", "the toy's numbers", "verdict"], rows, PART_NAMES[part])
+            rows.append(
+                [
+                    chapter_link(name, chapter),
+                    readable(claim["id"]),
+                    claim["kind"],
+                    claim["statement"],
+                    _numbers(claim),
+                    claim["status"],
+                ]
+            )
+    columns = ["chapter", "claim", "kind", "the paper says", "the toy's numbers", "verdict"]
+    return Table(columns, rows, PART_NAMES[part])
 
 
 def _numbers(claim: dict[str, Any]) -> str:
     """Δ mean ± sd and wins of the claim's first check, or what it needs when it is not measured."""
-    if claim["status"] == "not measurable here":
+    if claim["status"] == NOT_MEASURABLE:
         return f"needs {claim['reason']}"
     values = claim["values"]
     if not values:
@@ -170,13 +247,39 @@ def _numbers(claim: dict[str, Any]) -> str:
 
 
 def environment_table(ledger: dict[str, Any]) -> Table:
-    """Where each chapter's numbers come from: the versions, CPU, threads and device of its run."""
-    keys = ("toyscale", "git_commit", "python", "torch", "numpy", "cpu", "cores", "torch_threads", "device")
-    rows = [
-        [name] + [chapter["environment"].get(k) for k in keys] + [chapter["seconds"]]
-        for name, chapter in ledger["chapters"].items()
-    ]
-    return Table(["chapter", *keys, "seconds"], rows, "The environment of each chapter's run")
+    """Where each chapter's numbers come from: the versions, CPU, threads and device of its run.
+
+    The commit is shortened to 10 characters ('+dirty' when the tree had uncommitted changes); the
+    last column is the wall time of the chapter's `reproduce` run (every seed, every falsifier).
+    """
+    rows = []
+    for name, chapter in ledger["chapters"].items():
+        env = chapter["environment"]
+        commit = str(env.get("git_commit") or "")
+        short = commit[:10] + (" +dirty" if commit.endswith("+dirty") else "")
+        rows.append(
+            [
+                chapter_link(name, chapter),
+                short,
+                f"{env.get('python')} / {env.get('torch')} / {env.get('numpy')}",
+                f"{env.get('cpu')}, {env.get('cores')} cores, "
+                f"{env.get('torch_threads')} thread(s), {env.get('device')}",
+                float(chapter["seconds"]),
+            ]
+        )
+    columns = ["chapter", "commit", "Python / torch / NumPy", "machine", "reproduce run (s)"]
+    caption = f"The environment of each chapter's run (toyscale {_one(ledger, 'toyscale')})"
+    return Table(columns, rows, caption)
+
+
+def _one(ledger: dict[str, Any], key: str) -> str:
+    values = sorted({str(c["environment"].get(key)) for c in ledger["chapters"].values()})
+    return ", ".join(values)
+
+
+def reproduce_seconds(ledger: dict[str, Any]) -> float:
+    """The summed wall time of every chapter's `reproduce` run in the ledger."""
+    return sum(float(c["seconds"]) for c in ledger["chapters"].values())
 
 
 def compare(ledger: dict[str, Any], mine: dict[str, Any]) -> Table:

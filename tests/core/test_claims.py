@@ -28,6 +28,7 @@ from toyscale.core import (
     vanishes,
     within,
 )
+from toyscale.core.claims import STATUS_MEANINGS
 
 
 def test_paired_passes_only_with_margin_and_wins() -> None:
@@ -89,10 +90,14 @@ def test_evaluate_runs_each_seed_once_and_builds_the_table() -> None:
         reason="no online traffic in a toy",
     )
     outcomes = evaluate([good, hopeless], _run, seeds=[0, 1, 2], chapter="toy")
-    assert [o.status for o in outcomes] == ["pass", "not reproduced"]
+    assert [o.status for o in outcomes] == ["reproduced", "not reproduced"]
     assert not any(o.fails_strict for o in outcomes) and unmet(outcomes) == []
     table = claims_table(outcomes)
-    assert table.column("verdict") == ["pass", "not reproduced"]
+    assert table.column("verdict") == ["reproduced", "not reproduced"]
+    assert table.column("claim") == ["better", "hopeless"]
+    # the caption defines the verdicts the table prints, and only those
+    assert "reproduced: an effect" in table.caption and "not reproduced: the toy" in table.caption
+    assert "holds:" not in table.caption
     assert table.column("kind") == ["effect", "effect"]
     assert "no online traffic" in str(table) and "<table" in table._repr_html_()
     assert outcomes[1].as_dict()["expected"] is False
@@ -141,11 +146,11 @@ def _fails(rs) -> Verdict:
 @pytest.mark.parametrize(
     ("kind", "expected", "check", "status", "strict"),
     [
-        ("effect", True, _passes, "pass", False),
+        ("effect", True, _passes, "reproduced", False),
         ("effect", True, _fails, "FAIL", True),
         ("effect", False, _fails, "not reproduced", False),
-        ("effect", False, _passes, "pass (not expected)", False),
-        ("control", True, _passes, "pass", False),
+        ("effect", False, _passes, "not reproduced (margin cleared)", False),
+        ("control", True, _passes, "holds", False),
         ("control", True, _fails, "FAIL", True),
         ("mechanism", True, _passes, "by construction", False),
         ("mechanism", True, _fails, "FAIL", True),
@@ -158,6 +163,9 @@ def test_every_kind_expected_and_outcome_has_a_status(kind, expected, check, sta
     claim = _claim(kind, check, expected=expected, reason="" if expected else "the toy lacks the mechanism")
     (outcome,) = check_results([claim], [_run(seed=s) for s in range(3)], [0, 1, 2])
     assert outcome.status == status and outcome.fails_strict is strict
+    # every status is defined, only a reproduced effect is counted, and none says "pass"
+    assert status in STATUS_MEANINGS and "pass" not in status
+    assert outcome.reproduced is (status == "reproduced")
 
 
 def test_a_claim_that_needs_what_the_toy_lacks_is_not_measurable() -> None:
@@ -206,10 +214,10 @@ def test_the_guard_refuses_an_effect_whose_values_cannot_vary() -> None:
     assert check_results([_claim("modelled", _passes)], constant, range(4))[0].status == "modelled"
     assert check_results([_claim("mechanism", _passes)], constant, range(4))[0].status == "by construction"
     saturated = _claim("effect", _passes, saturated="every culprit named on every seed")
-    assert check_results([saturated], constant, range(4))[0].status == "pass"
+    assert check_results([saturated], constant, range(4))[0].status == "reproduced"
     # one seed has no spread to judge; falsified runs switch the guard off
-    assert check_results([_claim("effect", _passes)], constant[:1], [0])[0].status == "pass"
-    assert check_results([_claim("effect", _passes)], constant, range(4), guard=False)[0].status == "pass"
+    assert check_results([_claim("effect", _passes)], constant[:1], [0])[0].status == "reproduced"
+    assert check_results([_claim("effect", _passes)], constant, range(4), guard=False)[0].status == "reproduced"
     with pytest.raises(ClaimError, match="saturated"):
         _claim("mechanism", _passes, saturated="why")
 
@@ -220,7 +228,7 @@ def test_a_constant_side_condition_does_not_trip_the_guard_when_the_comparison_v
     def check(rs) -> Verdict:
         return all_of(_passes(rs), within([1.0 for _ in rs], 0.5, 1.5, name="equal budget"))
 
-    assert check_results([_claim("effect", check)], results, range(4))[0].status == "pass"
+    assert check_results([_claim("effect", check)], results, range(4))[0].status == "reproduced"
 
 
 def test_verdicts_carry_their_values_and_margin() -> None:
@@ -300,7 +308,7 @@ def test_tally_counts_effects_controls_and_the_rest() -> None:
 def test_outcome_json_has_kind_seeds_and_per_seed_values() -> None:
     (outcome,) = check_results([_claim("effect", _passes)], [_run(seed=s) for s in (3, 4)], [3, 4], "toy")
     record = outcome.as_dict()
-    assert record["kind"] == "effect" and record["seeds"] == [3, 4] and record["status"] == "pass"
+    assert record["kind"] == "effect" and record["seeds"] == [3, 4] and record["status"] == "reproduced"
     assert record["values"] == pytest.approx([0.53, 0.54])
     assert record["parts"][0]["margin"] == 0.1
 

@@ -41,10 +41,34 @@ KINDS = (EFFECT, CONTROL, MECHANISM, MODELLED)
 NEGLIGIBLE_SPREAD = 0.01
 
 # The statuses a claim can have in a table, and what `reproduce --strict` fails on ("FAIL").
-PASS, FAIL, NOT_REPRODUCED, PASS_NOT_EXPECTED = "pass", "FAIL", "not reproduced", "pass (not expected)"
+# Only REPRODUCED counts as a reproduction; no status says "pass" for anything else.
+REPRODUCED, HOLDS, FAIL = "reproduced", "holds", "FAIL"
+NOT_REPRODUCED, CLEARED_NOT_COUNTED = "not reproduced", "not reproduced (margin cleared)"
 BY_CONSTRUCTION, MODELLED_STATUS, NOT_MEASURABLE = "by construction", "modelled", "not measurable here"
 #: A claim that reads an arm stopped at the end of a budget too short to let it peak (CLAIMS.md §3, v2).
 UNDERTRAINED = "undertrained"
+#: Kept for older callers: the status of an expected effect whose check passed.
+PASS = REPRODUCED
+
+#: What each status means, in the words every claims table's caption and the Scorecard page print.
+STATUS_MEANINGS = {
+    REPRODUCED: "an effect the toy was expected to show beat its alternative by more than its margin",
+    HOLDS: "a control: where the mechanism has nothing to act on, the effect vanished as it must",
+    BY_CONSTRUCTION: "a mechanism that holds by design (a count, an identical output), checked",
+    MODELLED_STATUS: "a number from an analytic or cost model with assumed constants",
+    FAIL: "a claim expected to hold that did not; the book's strict run fails on it",
+    NOT_REPRODUCED: "the toy does not show the paper's claim, for the reason its chapter gives",
+    CLEARED_NOT_COUNTED: (
+        "the check cleared its margin on these seeds, but the claim is not counted as reproduced: "
+        "it was declared not expected, for the reason its chapter gives (it misses the margin on calibration "
+        "seeds, or survives a falsifier)"
+    ),
+    NOT_MEASURABLE: "the claim needs what no toy has (an online test with real users): listed, not checked",
+    UNDERTRAINED: (
+        "the claim reads an arm whose best validation point lies in the last tenth of its budget on most "
+        "calibration seeds: neither a pass nor a failure until the budget lets it peak"
+    ),
+}
 
 # A measured number typed into prose: a decimal (0.03, +4.4) or a percentage (31 %).
 TYPED_NUMBER = re.compile(r"\d+\.\d+|\d+\s*%")
@@ -216,7 +240,7 @@ class ClaimOutcome:
     @property
     def reproduced(self) -> bool:
         """True for an expected effect whose check passed: what the scorecard counts."""
-        return self.claim.kind == EFFECT and self.status == PASS
+        return self.status == REPRODUCED
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form the CLI writes: the claim, its kind and status, and the values behind the verdict.
@@ -269,23 +293,30 @@ class ClaimOutcome:
 
 
 def status_of(claim: Claim, passed: bool) -> str:
-    """The status of a claim whose check passed or not.
+    """The status of a claim whose check passed or not (`STATUS_MEANINGS` says what each one means).
 
-    | kind                | expected, passed | expected, failed | not expected, passed | not expected, failed |
-    |---------------------|------------------|------------------|----------------------|----------------------|
-    | effect, control     | pass             | FAIL             | pass (not expected)  | not reproduced       |
-    | mechanism           | by construction  | FAIL             | pass (not expected)  | not reproduced       |
-    | modelled            | modelled         | FAIL             | pass (not expected)  | not reproduced       |
+    | kind      | expected, passed | expected, failed | not expected, passed            | not expected, failed |
+    |-----------|------------------|------------------|---------------------------------|----------------------|
+    | effect    | reproduced       | FAIL             | not reproduced (margin cleared) | not reproduced       |
+    | control   | holds            | FAIL             | not reproduced (margin cleared) | not reproduced       |
+    | mechanism | by construction  | FAIL             | not reproduced (margin cleared) | not reproduced       |
+    | modelled  | modelled         | FAIL             | not reproduced (margin cleared) | not reproduced       |
 
     A claim that is not measurable (it names its `needs`) is "not measurable here".
     """
     if not claim.measurable:
         return NOT_MEASURABLE
     if not claim.expected:
-        return PASS_NOT_EXPECTED if passed else NOT_REPRODUCED
+        return CLEARED_NOT_COUNTED if passed else NOT_REPRODUCED
     if not passed:
         return FAIL
-    return {MECHANISM: BY_CONSTRUCTION, MODELLED: MODELLED_STATUS}.get(claim.kind, PASS)
+    return {MECHANISM: BY_CONSTRUCTION, MODELLED: MODELLED_STATUS, CONTROL: HOLDS}.get(claim.kind, REPRODUCED)
+
+
+def status_legend(statuses: Sequence[str] = ()) -> str:
+    """'Verdicts: reproduced: …; holds: …' for the given statuses (every status when none), in table order."""
+    shown = [s for s in STATUS_MEANINGS if not statuses or s in statuses]
+    return "Verdicts: " + "; ".join(f"{s}: {STATUS_MEANINGS[s]}" for s in shown) + "."
 
 
 def per_seed(results: Sequence[Any], arm: str, metric: str) -> list[float]:
@@ -648,12 +679,19 @@ def claims_table(outcomes: Sequence[ClaimOutcome]) -> Table:
         if o.undertrained:
             toy = f"{toy}. Undertrained: {o.undertrained}"
         regime = f" [regime: {o.claim.regime.label()}]" if o.claim.regime else ""
-        rows.append([o.claim.id, o.claim.kind, o.claim.statement, f"{o.claim.metric}{regime}: {toy}", o.status])
+        name = readable(o.claim.id)
+        rows.append([name, o.claim.kind, o.claim.statement, f"{o.claim.metric}{regime}: {toy}", o.status])
         if o.control_loss:
-            rows.append([f"{o.claim.id} (loss)", o.claim.kind, "", o.control_loss, "loss beyond the band"])
+            rows.append([f"{name} (loss)", o.claim.kind, "", o.control_loss, "loss beyond the band"])
     seeds = sorted({s for o in outcomes for s in o.seeds})
-    caption = f"Claims checked over seeds {_seed_range(seeds)}" if seeds else "Claims"
+    caption = f"Claims checked over seeds {_seed_range(seeds)}. " if seeds else "Claims. "
+    caption += status_legend([o.status for o in outcomes])
     return Table(["claim", "kind", "the paper says", "the toy measures", "verdict"], rows, caption)
+
+
+def readable(claim_id: str) -> str:
+    """A claim id as a table shows it: 'gauc_over_pointwise' → 'gauc over pointwise'."""
+    return claim_id.replace("_", " ")
 
 
 def _seed_range(seeds: Sequence[int]) -> str:
@@ -703,7 +741,7 @@ def tally(outcomes: Sequence[ClaimOutcome]) -> Tally:
         reproduced=sum(o.reproduced for o in outcomes),
         not_measurable=sum(not o.claim.measurable for o in outcomes),
         controls=count(CONTROL),
-        controls_passed=sum(o.claim.kind == CONTROL and o.status == PASS for o in outcomes),
+        controls_passed=sum(o.status == HOLDS for o in outcomes),
         by_construction=sum(o.status == BY_CONSTRUCTION for o in outcomes),
         modelled=count(MODELLED),
         failed=sum(o.fails_strict for o in outcomes),

@@ -13,6 +13,7 @@ own static files). Inside a Jupyter kernel the default renderer becomes
 
 from __future__ import annotations
 
+import math
 import sys
 
 import plotly.graph_objects as go
@@ -56,23 +57,142 @@ def figure(title: str, x_title: str, y_title: str, **layout: object) -> go.Figur
 
 
 def _template() -> go.layout.Template:
-    """The toyscale theme: white background, light grid, legend on top, the method's color first."""
+    """The toyscale theme: white background, light grid, legend below the plot, the method's color first.
+
+    Margins grow to fit what they hold (`automargin` on the title and every axis) instead of a
+    fixed width that long tick labels or an axis title overflow.
+    """
+    axis = dict(
+        showgrid=True,
+        gridcolor="#EEEEEE",
+        zeroline=False,
+        linecolor="#BBBBBB",
+        ticks="outside",
+        automargin=True,
+        title=dict(standoff=8),
+    )
     return go.layout.Template(
         layout=go.Layout(
             font=dict(family=FONT, size=13, color="#222222"),
-            title=dict(font=dict(size=15), x=0.0, xanchor="left"),
+            # just above the plot area; the top margin grows to fit it (and its second line)
+            title=dict(
+                font=dict(size=15),
+                x=0.0,
+                xanchor="left",
+                xref="container",
+                y=1.0,
+                yanchor="bottom",
+                yref="paper",
+                automargin=True,
+                pad=dict(b=12, l=10),
+            ),
             colorway=[METHOD_COLOR, *BASELINE_COLORS],
             paper_bgcolor="white",
             plot_bgcolor="white",
-            xaxis=dict(showgrid=True, gridcolor="#EEEEEE", zeroline=False, linecolor="#BBBBBB", ticks="outside"),
-            yaxis=dict(showgrid=True, gridcolor="#EEEEEE", zeroline=False, linecolor="#BBBBBB", ticks="outside"),
-            # below the plot, where a legend of several rows pushes the margin instead of the title
-            legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0),
-            margin=dict(l=60, r=20, t=60, b=40),
+            xaxis=axis,
+            yaxis=axis,
+            # below the plot, under the x-axis title (`layout_for_the_page` places it), in rows
+            legend=dict(orientation="h", yanchor="top", xanchor="left", x=0.0),
+            margin=dict(l=10, r=20, t=40, b=10, autoexpand=True),
+            autosize=True,
             height=460,
             hoverlabel=dict(font=dict(family=FONT)),
         )
     )
+
+
+#: The longest line of a figure title, an axis title, a category label or a legend entry.
+TITLE_CHARS, AXIS_TITLE_CHARS, Y_TITLE_CHARS, LABEL_CHARS = 52, 45, 30, 16
+#: Height added per two legend entries beyond four, so a long legend below the plot does not squash it.
+LEGEND_ROW_PX = 22
+
+
+def wrap(text: str, width: int) -> str:
+    """Break `text` into lines of at most about `width` characters with <br> (plotly does not wrap)."""
+    if not isinstance(text, str) or len(text) <= width or "<br>" in text:
+        return text
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "<br>".join([*lines, line])
+
+
+def _text(title: object) -> str | None:
+    if isinstance(title, dict):
+        return title.get("text")
+    return title if isinstance(title, str) else None
+
+
+def _set_text(container: dict, key: str, width: int) -> None:
+    title = container.get(key)
+    text = _text(title)
+    if text is None:
+        return
+    if isinstance(title, dict):
+        title["text"] = wrap(text, width)
+    else:
+        container[key] = wrap(text, width)
+
+
+def layout_for_the_page(fig_dict: dict) -> dict:
+    """The figure as the book shows it, whatever a chapter set: it fits the text column at any width.
+
+    - no fixed width: the figure follows the page (the renderer makes it responsive);
+    - long titles, axis titles and category labels broken into lines, so the margins that grow
+      to fit them (`automargin`) stay reasonable and nothing runs off the figure;
+    - log axes label every tick with its full value (plotly's default prints 20, 30, 40 as a
+      small "2, 3, 4" after 10), with minor ticks between;
+    - a legend below the plot sits under the x-axis title and its tick labels, not on them.
+    """
+    layout = fig_dict.setdefault("layout", {})
+    layout.pop("width", None)
+    layout["autosize"] = True
+    _set_text(layout, "title", TITLE_CHARS)
+    axes = [k for k in layout if k.startswith(("xaxis", "yaxis"))] or []
+    for name in ("xaxis", "yaxis"):
+        if name not in layout:
+            layout[name] = {}
+            axes.append(name)
+    for name in axes:
+        axis = layout[name]
+        # a y title runs along the plot's height, which a phone's legend rows shrink: keep it shorter
+        _set_text(axis, "title", AXIS_TITLE_CHARS if name.startswith("x") else Y_TITLE_CHARS)
+        axis.setdefault("automargin", True)
+        if axis.get("type") == "log" and "tickformat" not in axis and "tickvals" not in axis:
+            axis["tickformat"] = "~g"  # full values at 1, 2, 5 × 10^n, minor ticks between
+            axis.setdefault("dtick", "D2")
+            axis.setdefault("minor", {"ticks": "outside", "showgrid": False})
+    panel_lines = 0
+    for note in layout.get("annotations", []):
+        if isinstance(note.get("text"), str) and str(note.get("yref", "")).endswith("paper"):
+            note["text"] = wrap(note["text"], TITLE_CHARS // 2)
+            if note.get("y", 0) >= 0.999 and note.get("yanchor") == "bottom":
+                panel_lines = max(panel_lines, note["text"].count("<br>") + 1)
+    if panel_lines and isinstance(layout.get("title"), dict):
+        # make_subplots writes the top row's panel titles just above the plot area, where the title sits
+        layout["title"].setdefault("pad", {})["b"] = 12 + 18 * panel_lines
+    for trace in fig_dict.get("data", []):
+        for key in ("x", "y"):
+            values = trace.get(key)
+            if isinstance(values, (list, tuple)) and any(isinstance(v, str) and len(v) > LABEL_CHARS for v in values):
+                trace[key] = [wrap(v, LABEL_CHARS) if isinstance(v, str) else v for v in values]
+                # long category labels read level, on lines of their own, not rotated and cut
+                axis = f"{key}axis{str(trace.get(f'{key}axis', key))[1:]}"
+                layout.setdefault(axis, {}).setdefault("tickangle", 0)
+        if isinstance(trace.get("name"), str):
+            trace["name"] = wrap(trace["name"], AXIS_TITLE_CHARS)
+    entries = sum(bool(t.get("name")) and t.get("showlegend", True) is not False for t in fig_dict.get("data", []))
+    if layout.get("showlegend", True) and entries > 4:
+        layout["height"] = layout.get("height", 460) + LEGEND_ROW_PX * math.ceil((entries - 4) / 2)
+    legend = layout.setdefault("legend", {})
+    if legend.get("orientation", "h") == "h" and legend.get("y", -1) < 0:
+        # under the plot in the container's coordinates: the margin grows for it below the x axis
+        legend.update(yref="container", y=0.0, yanchor="bottom")
+    return fig_dict
 
 
 class BookHtmlRenderer(MimetypeRenderer):
@@ -80,7 +200,7 @@ class BookHtmlRenderer(MimetypeRenderer):
 
     def to_mimebundle(self, fig_dict: dict) -> dict[str, str]:
         html = pio.to_html(
-            fig_dict,
+            layout_for_the_page(fig_dict),
             include_plotlyjs=False,
             include_mathjax=False,
             full_html=False,

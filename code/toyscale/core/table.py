@@ -10,14 +10,26 @@ from typing import Any
 
 # A claims table's verdicts, coloured wherever the table is shown as HTML.
 VERDICT_STYLES = {
-    "pass": "color: #1a7f37; font-weight: 600",
+    "reproduced": "color: #1a7f37; font-weight: 600",
+    "holds": "color: #1a7f37",
     "FAIL": "color: #cf222e; font-weight: 600",
     "not reproduced": "color: #6e7781; font-weight: 600",
-    "pass (not expected)": "color: #9a6700",
+    "not reproduced (margin cleared)": "color: #6e7781",
     "by construction": "color: #57606a; font-style: italic",
     "modelled": "color: #57606a; font-style: italic",
     "not measurable here": "color: #6e7781; font-style: italic",
 }
+
+
+@dataclass(frozen=True)
+class Link:
+    """A cell that links somewhere when the table is shown as HTML (its text elsewhere)."""
+
+    text: str
+    href: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def format_cell(value: Any) -> str:
@@ -29,6 +41,32 @@ def format_cell(value: Any) -> str:
     if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
         return f"{value:.3e}"
     return f"{value:.4g}" if abs(value) >= 1 else f"{value:.4f}"
+
+
+def _header(name: str) -> str:
+    """A column name as a reader sees it: 'detection_latency_s' → 'detection latency s'."""
+    return name.replace("_", " ")
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def column_format(values: Sequence[Any]) -> str:
+    """One format for the floats of a column: the decimals `format_cell` would give the finest of them.
+
+    '' (format each cell alone) when the column holds no float, or when one of them needs scientific
+    notation. So 6.352, 30.52 and 0.25 print as 6.352, 30.520 and 0.250, not with a different
+    number of decimals in each row.
+    """
+    floats = [v for v in values if _is_float(v)]
+    if not floats or any(v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3) for v in floats):
+        return ""
+    decimals = 0
+    for v in floats:
+        text = format_cell(v)
+        decimals = max(decimals, len(text.split(".")[1]) if "." in text and "e" not in text else 0)
+    return f"{{:.{min(decimals, 4)}f}}"
 
 
 @dataclass
@@ -54,8 +92,12 @@ class Table:
         return cls([row_title, *columns], rows, caption)
 
     def cells(self) -> list[list[str]]:
-        """Every row as formatted strings."""
-        return [[format_cell(v) for v in row] for row in self.rows]
+        """Every row as formatted strings, the floats of a column in one format (`column_format`)."""
+        formats = [column_format([row[i] for row in self.rows]) for i in range(len(self.columns))]
+        return [
+            [fmt.format(v) if fmt and _is_float(v) else format_cell(v) for v, fmt in zip(row, formats, strict=True)]
+            for row in self.rows
+        ]
 
     def __str__(self) -> str:
         cells = self.cells()
@@ -66,21 +108,35 @@ class Table:
         lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
         return "\n".join(lines)
 
+    #: A table with more columns than this, and fewer rows than columns, is shown transposed in HTML.
+    MAX_HTML_COLUMNS = 7
+
     def _repr_html_(self) -> str:
         caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        columns, raw, cells = self.columns, self.rows, self.cells()
+        if len(columns) > self.MAX_HTML_COLUMNS and len(raw) < len(columns) - 1:
+            # many metrics of a few arms: one row per metric reads down a column that fits the page
+            columns = ["", *[format_cell(r[0]) for r in raw]]
+            raw = [[name, *[r[i] for r in self.rows]] for i, name in enumerate(self.columns) if i]
+            cells = [[_header(name), *[row[i] for row in self.cells()]] for i, name in enumerate(self.columns) if i]
+        head = "".join(f"<th>{html.escape(_header(c))}</th>" for c in columns)
         rows = []
-        for row in self.cells():
-            cells = [
-                f'<td style="{VERDICT_STYLES.get(v, "")}">{html.escape(v)}</td>'
-                if column == "verdict"
-                else f"<td>{html.escape(v)}</td>"
-                for column, v in zip(self.columns, row, strict=True)
-            ]
-            rows.append("<tr>" + "".join(cells) + "</tr>")
+        for values, row in zip(raw, cells, strict=True):
+            tds = []
+            for column, value, v in zip(columns, values, row, strict=True):
+                text = html.escape(v)
+                if isinstance(value, Link):
+                    text = f'<a href="{html.escape(value.href)}">{text}</a>'
+                style = VERDICT_STYLES.get(v, "") if column == "verdict" else ""
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    style = (style + "; " if style else "") + "text-align: right; font-variant-numeric: tabular-nums"
+                tds.append(f'<td style="{style}">{text}</td>' if style else f"<td>{text}</td>")
+            rows.append("<tr>" + "".join(tds) + "</tr>")
+        # The wrapper scrolls a table sideways inside the text column instead of pushing the page wider.
         return (
+            '<div class="toyscale-table-wrap" style="max-width: 100%; overflow-x: auto">'
             f'<table class="toyscale-table" style="font-size: 0.85em">{caption}'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         )
 
     def column(self, name: str) -> list[Any]:
