@@ -114,3 +114,71 @@ def test_time_notebook_executes_a_notebook_from_its_folder(tmp_path: Path) -> No
     nbformat.write(notebook, tmp_path / "tiny.ipynb")
     assert 0 < _time_notebook(tmp_path / "tiny.ipynb") < 60
     assert main(["bench", "--notebooks", "nope"]) == 2
+
+
+def test_reproduce_with_two_jobs_writes_the_same_json_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # fangorn and fapes are the cheapest chapters on --fast (about a second a seed)
+    payloads = []
+    for jobs in ("1", "2"):
+        path = tmp_path / f"jobs{jobs}.json"
+        assert (
+            main(["reproduce", "fangorn", "fapes", "--fast", "--seeds", "2", "--jobs", jobs, "--json", str(path)]) == 0
+        )
+        payload = json.loads(path.read_text())
+        del payload["environment"], payload["seconds"]  # timings and the machine aside
+        payloads.append(payload)
+    assert payloads[0] == payloads[1] and payloads[0]["seeds"] == [0, 1]
+    capsys.readouterr()
+
+
+def test_jobs_and_scheduler_are_checked_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["reproduce", "fangorn", "--jobs", "0"]) == 2
+    assert "--jobs 0: must be a positive number of processes or -1" in capsys.readouterr().err
+    assert main(["calibrate", "fangorn", "--scheduler", "localhost:8786"]) == 2
+    assert "--scheduler 'localhost:8786': must be a Dask scheduler's address" in capsys.readouterr().err
+    monkeypatch.setenv("TOYSCALE_DASK_SCHEDULER", "tcp://127.0.0.1:8786")
+    assert main(["reproduce", "fangorn", "--jobs", "2"]) == 2
+    assert "give one (unset TOYSCALE_DASK_SCHEDULER to run on this machine)" in capsys.readouterr().err
+    monkeypatch.delenv("TOYSCALE_DASK_SCHEDULER")
+    assert main(["bench", "--speedup", "fangorn"]) == 2  # nothing to compare without --jobs
+    assert "pass --jobs" in capsys.readouterr().err
+    assert main(["bench", "--notebooks", "--all", "--jobs", "2"]) == 2
+
+
+def test_a_failed_calibration_seed_is_named_and_the_others_stay_in_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = get("fangorn").load()
+    real_run = module.run
+
+    def run(config: object, *, seed: int) -> object:
+        if seed == 1002:
+            raise ArithmeticError("a bad seed")
+        return real_run(config, seed=seed)
+
+    monkeypatch.setattr(module, "run", run)  # in this process: --jobs 1 runs the seeds here
+    cache = tmp_path / "cache"
+    assert main(["calibrate", "fangorn", "--fast", "--seeds", "5", "--no-falsifiers", "--cache", str(cache)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (
+        "python -m toyscale calibrate: error: 1 of 5 tasks failed (fangorn seed 1002: ArithmeticError: a bad seed)"
+    )
+    assert "Traceback" in err
+    assert sorted(int(p.stem.rsplit("-", 1)[1]) for p in cache.iterdir()) == [1000, 1001, 1003, 1004]
+
+
+def test_data_rebuilds_several_artifacts_as_parallel_tasks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("tiny_a", "tiny_b"):  # stand-ins with a quick maker, each written to a temporary path
+        artifact = Artifact(name, (), "toyscale.llm.corpus:reference_arrays", str(tmp_path / f"{name}.npz"))
+        monkeypatch.setitem(ARTIFACTS, name, artifact)
+    assert main(["data", "--rebuild", "tiny_a", "tiny_b", "--jobs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("rebuilt ") == 2 and "each fingerprint" in out
+    assert ARTIFACTS["tiny_a"].fingerprint() == ARTIFACTS["tiny_b"].fingerprint() in out
+    assert main(["data", "--rebuild", "tiny_a", "nope"]) == 2

@@ -108,7 +108,7 @@ class Workers:
         if self.jobs != 1:
             raise ValueError(
                 f"jobs={self.jobs} runs tasks on this machine and scheduler={self.scheduler!r} on a Dask cluster: "
-                f"give one (unset {SCHEDULER_ENV} to use jobs)"
+                f"give one (unset {SCHEDULER_ENV} to run on this machine)"
             )
         if importlib.util.find_spec("distributed") is None:
             raise ValueError(f"scheduler={self.scheduler!r} needs the optional `distributed` package: {CLUSTER_EXTRA}")
