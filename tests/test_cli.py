@@ -12,6 +12,7 @@ import pytest
 from toyscale import datasets
 from toyscale.chapters import CHAPTERS, UnknownChapter, get
 from toyscale.cli import main
+from toyscale.core.claims import readable
 from toyscale.core.data import load_arrays
 from toyscale.datasets import ARTIFACTS, Artifact
 
@@ -49,7 +50,7 @@ def test_run_works_for_every_chapter_on_one_seed(name: str, capsys: pytest.Captu
     # instead of raising (seed 1 has committed D-CPT grids and GLVQ models, so nothing slow is rebuilt)
     assert main(["run", name, "--fast", "--seed", "1"]) == 0
     out = capsys.readouterr().out
-    assert "verdict" in out and all(claim.id in out for claim in get(name).load().CLAIMS)
+    assert "verdict" in out and all(readable(claim.id) in out for claim in get(name).load().CLAIMS)
 
 
 def test_reproduce_writes_the_scorecard_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -132,3 +133,73 @@ def test_audit_finds_no_violation_in_any_chapter(capsys: pytest.CaptureFixture[s
     assert all(f"\n{name}: 0 violations" in out for name in CHAPTERS) and "audit: 0 violations in 13 chapters" in out
     assert "warning rec4ad [falsifiers]: falsifier 'ads_only_as_mix'" in out  # a Δ ≡ 0 falsifier the review found
     assert main(["audit", "nosuch"]) == 2
+
+
+def test_reproduce_with_two_jobs_writes_the_same_json_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # fangorn and fapes are the cheapest chapters on --fast (about a second a seed)
+    payloads = []
+    for jobs in ("1", "2"):
+        path = tmp_path / f"jobs{jobs}.json"
+        assert (
+            main(["reproduce", "fangorn", "fapes", "--fast", "--seeds", "2", "--jobs", jobs, "--json", str(path)]) == 0
+        )
+        payload = json.loads(path.read_text())
+        del payload["environment"], payload["seconds"]  # timings and the machine aside
+        payloads.append(payload)
+    assert payloads[0] == payloads[1] and payloads[0]["seeds"] == [0, 1]
+    capsys.readouterr()
+
+
+def test_jobs_and_scheduler_are_checked_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["reproduce", "fangorn", "--jobs", "0"]) == 2
+    assert "--jobs 0: must be a positive number of processes or -1" in capsys.readouterr().err
+    assert main(["calibrate", "fangorn", "--scheduler", "localhost:8786"]) == 2
+    assert "--scheduler 'localhost:8786': must be a Dask scheduler's address" in capsys.readouterr().err
+    monkeypatch.setenv("TOYSCALE_DASK_SCHEDULER", "tcp://127.0.0.1:8786")
+    assert main(["reproduce", "fangorn", "--jobs", "2"]) == 2
+    assert "give one (unset TOYSCALE_DASK_SCHEDULER to run on this machine)" in capsys.readouterr().err
+    monkeypatch.delenv("TOYSCALE_DASK_SCHEDULER")
+    assert main(["bench", "--speedup", "fangorn"]) == 2  # nothing to compare without --jobs
+    assert "pass --jobs" in capsys.readouterr().err
+    assert main(["bench", "--notebooks", "--all", "--jobs", "2"]) == 2
+
+
+def test_a_failed_calibration_seed_is_named_and_the_others_stay_in_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = get("fangorn").load()
+    real_run = module.run
+
+    def run(config: object, *, seed: int) -> object:
+        if seed == 1002:
+            raise ArithmeticError("a bad seed")
+        return real_run(config, seed=seed)
+
+    monkeypatch.setattr(module, "run", run)  # in this process: --jobs 1 runs the seeds here
+    cache = tmp_path / "cache"
+    assert main(["calibrate", "fangorn", "--fast", "--seeds", "5", "--no-falsifiers", "--cache", str(cache)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (
+        "python -m toyscale calibrate: error: 1 of 5 tasks failed (fangorn seed 1002: ArithmeticError: a bad seed)"
+    )
+    assert "Traceback" in err
+    assert sorted(int(p.stem.rsplit("-", 1)[1]) for p in cache.iterdir()) == [1000, 1001, 1003, 1004]
+
+
+def test_data_rebuilds_several_artifacts_as_parallel_tasks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("tiny_a", "tiny_b"):  # stand-ins with a quick maker, each written to a temporary path
+        artifact = Artifact(name, (), "toyscale.llm.corpus:reference_arrays", str(tmp_path / f"{name}.npz"))
+        monkeypatch.setitem(ARTIFACTS, name, artifact)
+    monkeypatch.setattr(datasets, "MANIFEST", tmp_path / "fingerprints.json")
+    assert main(["data", "--rebuild", "tiny_a", "tiny_b", "--jobs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("rebuilt ") == 2 and "each sha256" in out
+    assert set(datasets.manifest()) == {"tiny_a", "tiny_b"}  # both recorded, by this process alone
+    assert ARTIFACTS["tiny_a"].fingerprint() == ARTIFACTS["tiny_b"].fingerprint() in out
+    assert main(["data", "--rebuild", "tiny_a", "nope"]) == 2

@@ -15,10 +15,12 @@ import dataclasses
 import hashlib
 import importlib
 import json
+import os
 import pickle
 import subprocess
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +29,13 @@ from .chapters import CHAPTERS, Chapter, UnknownChapter, get
 from .core import Table, check_results, claims_table, evaluate, set_threads, tally
 from .core.audit import ChapterFiles, audit, violations
 from .core.calibration import calibrate
-from .core.claims import mark_undertrained, run_seeds
+from .core.claims import mark_undertrained
 from .core.data import atomic_write_bytes
 from .core.environment import environment
+from .core.parallel import CLUSTER_EXTRA, SCHEDULER_ENV, TaskError, Workers
 from .core.seeding import BOOK_SEEDS, CALIBRATION_SEED_START
 from .core.timing import Stopwatch, peak_memory_mb
-from .datasets import ARTIFACTS, DATASETS
+from .datasets import ARTIFACTS, DATASETS, Artifact, record_fingerprint
 
 
 class UsageError(Exception):
@@ -49,6 +52,16 @@ def _chapters(names: Sequence[str], all_: bool) -> list[Chapter]:
         return list(CHAPTERS.values()) if all_ else [get(name) for name in names]
     except UnknownChapter as error:
         raise UsageError(str(error)) from None
+
+
+def _workers(args: argparse.Namespace) -> Workers:
+    """Where the command's tasks run: `--jobs` processes here, or the Dask cluster of `--scheduler`
+    (else of TOYSCALE_DASK_SCHEDULER)."""
+    scheduler = args.scheduler or os.environ.get(SCHEDULER_ENV) or None
+    try:
+        return Workers(args.jobs, scheduler)
+    except ValueError as error:
+        raise UsageError(str(error).replace("jobs=", "--jobs ").replace("scheduler=", "--scheduler ")) from None
 
 
 def _config(module: Any, fast: bool) -> Any:
@@ -94,12 +107,15 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.ledger and args.fast:
         raise UsageError("the scorecard ledger holds the default configuration: drop --fast")
     chapters = _chapters(args.names, args.all)
+    workers = _workers(args)
     seeds = range(args.seed_start, args.seed_start + args.seeds)
     outcomes, seconds, lines = [], {}, []
     for chapter in chapters:
         module = chapter.load()
         with Stopwatch() as watch:
-            found = evaluate(module.CLAIMS, module.run, seeds, _config(module, args.fast), chapter.name)
+            found = evaluate(
+                module.CLAIMS, module.run, seeds, _config(module, args.fast), chapter.name, workers=workers
+            )
         seconds[chapter.name] = round(watch.seconds, 2)
         found = mark_undertrained(
             found, _records(module).get("fast" if args.fast else "default", {}).get("budgets", {})
@@ -141,25 +157,65 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 1 if args.strict and failed else 0
 
 
-def _cached_runs(run: Any, seeds: Sequence[int], config: Any, chapter: str, cache: Path | None) -> list[Any]:
-    """`run(config, seed=s)` for every seed, each result kept in `cache` (a folder) under its config and seed.
+def _run_config_seed(run: Any, task: tuple[Any, int]) -> Any:
+    """`run(config, seed=seed)` for one (config, seed) task."""
+    config, seed = task
+    return run(config, seed=seed)
 
-    The key is the config's repr and the seed, not the code: empty the folder after changing the code.
+
+def _cached_runs(
+    run: Any,
+    configs: Sequence[tuple[str, Any]],
+    seeds: Sequence[int],
+    chapter: str,
+    cache: Path | None,
+    workers: Workers,
+) -> tuple[list[list[Any]], list[float]]:
+    """`run(config, seed=s)` for every (name, config) and seed: one task each, all on `workers` together.
+
+    Returns the results per config (in seed order) and the peak memory (MiB) of the process that ran
+    each task computed now. With `cache` (a folder) each result is kept under its config and seed as it
+    finishes, so a failed or interrupted run keeps the others; a result already there is reused. The key
+    is the config's repr and the seed, not the code: empty the folder after changing the code.
     """
-    if cache is None:
-        return run_seeds(run, seeds, config, desc=f"{chapter}: seeds")
-    cache.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256(repr(config).encode()).hexdigest()[:12]
-    results = []
-    for seed in seeds:
-        path = cache / f"{chapter}-{key}-{seed}.pkl"
-        if path.is_file():
-            results.append(pickle.loads(path.read_bytes()))
-            continue
-        result = run(config, seed=seed)
-        atomic_write_bytes(path, pickle.dumps(result))
-        results.append(result)
-    return results
+    grid = [(c, s) for c in range(len(configs)) for s in seeds]
+    paths: dict[tuple[int, int], Path] = {}
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        keys = [hashlib.sha256(repr(config).encode()).hexdigest()[:12] for _, config in configs]
+        paths = {(c, s): cache / f"{chapter}-{keys[c]}-{s}.pkl" for c, s in grid}
+    results = {key: pickle.loads(path.read_bytes()) for key, path in paths.items() if path.is_file()}
+    todo = [key for key in grid if key not in results]
+
+    def keep(index: int, result: Any) -> None:
+        if paths:
+            atomic_write_bytes(paths[todo[index]], pickle.dumps(result))
+
+    labels = [f"{chapter} seed {s}" + (f" under falsifier {configs[c][0]}" if configs[c][0] else "") for c, s in todo]
+    tasks = [(configs[c][1], s) for c, s in todo]
+    computed, peaks = workers.map_measured(
+        partial(_run_config_seed, run), tasks, labels, desc=f"{chapter}: runs", on_result=keep
+    )
+    results.update(zip(todo, computed, strict=True))
+    return [[results[c, s] for s in seeds] for c in range(len(configs))], peaks
+
+
+def _calibration(
+    module: Any,
+    chapter: str,
+    config: Any,
+    seeds: Sequence[int],
+    falsifiers: Sequence[Any],
+    fast: bool,
+    cache: Path | None,
+    workers: Workers,
+) -> tuple[Any, list[float]]:
+    """The chapter's calibration record on `seeds`, every seed and falsifier rerun one task on `workers`,
+    and the peak memory (MiB) of the process that ran each task computed now."""
+    configs = [("", config)] + [(f.name, f.change(config)) for f in falsifiers]
+    (results, *reruns), peaks = _cached_runs(module.run, configs, seeds, chapter, cache, workers)
+    falsified = list(zip(falsifiers, reruns, strict=True))
+    return calibrate(chapter, module.CLAIMS, results, seeds, falsified=falsified, fast=fast), peaks
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -174,12 +230,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     module = chapter.load()
     config = _config(module, args.fast)
     seeds = tuple(range(args.seed_start, args.seed_start + args.seeds))
-    results = _cached_runs(module.run, seeds, config, chapter.name, args.cache)
     falsifiers = [] if args.no_falsifiers else list(getattr(module, "FALSIFIERS", ()))
-    falsified = [(f, _cached_runs(module.run, seeds, f.change(config), chapter.name, args.cache)) for f in falsifiers]
-    record = calibrate(chapter.name, module.CLAIMS, results, seeds, falsified=falsified, fast=args.fast)
+    record = _calibration(module, chapter.name, config, seeds, falsifiers, args.fast, args.cache, _workers(args))[0]
     print(record.table())
-    if falsified:
+    if falsifiers:
         print()
         print(record.falsifier_table())
     if args.json:
@@ -302,41 +356,119 @@ def cmd_bench_notebooks(args: argparse.Namespace) -> int:
     return 1 if any(v > NOTEBOOK_BUDGET_S for v in report.values()) else 0
 
 
+def _bench_child(name: str) -> dict[str, float]:
+    """One chapter's run() at its default config in a fresh process (`_bench_one`): its seconds and peak memory."""
+    child = subprocess.run(
+        [sys.executable, "-m", "toyscale", "_bench_one", name], capture_output=True, text=True, check=False
+    )
+    if child.returncode != 0:
+        raise RuntimeError(f"benchmark of {name} failed with exit status {child.returncode}:\n{child.stderr}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.notebooks:
+        if args.jobs != 1:
+            raise UsageError("--notebooks times one notebook at a time: drop --jobs")
         return cmd_bench_notebooks(args)
+    if args.speedup:
+        return cmd_bench_speedup(args)
     chapters = _chapters(args.names, args.all)
-    rows, report = [], {}
-    for chapter in chapters:
-        child = subprocess.run(
-            [sys.executable, "-m", "toyscale", "_bench_one", chapter.name],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if child.returncode != 0:
-            print(child.stderr, file=sys.stderr)
-            raise RuntimeError(f"benchmark of {chapter.name} failed with exit status {child.returncode}")
-        measured = json.loads(child.stdout.strip().splitlines()[-1])
-        report[chapter.name] = measured
-        rows.append([chapter.name, measured["seconds"], measured["peak_memory_mb"]])
+    workers = _workers(args)
+    names = [chapter.name for chapter in chapters]
+    measured = workers.map(_bench_child, names, names, desc="bench")
+    report = dict(zip(names, measured, strict=True))
+    rows = [[name, m["seconds"], m["peak_memory_mb"]] for name, m in report.items()]
     rows.append(["total", round(sum(r[1] for r in rows), 2), max(r[2] for r in rows)])
-    print(Table(["chapter", "wall seconds", "peak memory (MiB)"], rows, "run() at the default config, one thread"))
+    caption = "run() at the default config, one thread"
+    if workers.scheduler is not None or workers.processes > 1:
+        caption += " (runs at the same time: seconds slowed by shared cores, peak memory per process valid)"
+    print(Table(["chapter", "wall seconds", "peak memory (MiB)"], rows, caption))
     if args.json:
         atomic_write_bytes(args.json, (json.dumps(report, indent=2) + "\n").encode())
     return 0
 
 
+def cmd_bench_speedup(args: argparse.Namespace) -> int:
+    """Time `calibrate NAME --seeds N` with its falsifiers serially, then on `--jobs` processes: the speed-up."""
+    if args.names or args.all:
+        raise UsageError("--speedup NAME times one chapter's calibration: give no other chapter names or --all")
+    if args.seeds < 5:
+        raise UsageError(f"--seeds must be at least 5 (one five-seed window), got {args.seeds}")
+    workers = _workers(args)
+    if workers.scheduler is not None or workers.processes < 2:
+        raise UsageError("--speedup compares one process with --jobs N (N >= 2, or -1) on this machine: pass --jobs")
+    chapter = _chapters([args.speedup], False)[0]
+    env = {k: v for k, v in os.environ.items() if k != SCHEDULER_ENV}
+    runs = {}
+    for jobs in (1, workers.processes):
+        command = [sys.executable, "-m", "toyscale", "_calibrate_one", chapter.name, "--seeds", str(args.seeds)]
+        command += ["--jobs", str(jobs)] + (["--fast"] if args.fast else [])
+        child = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+        if child.returncode != 0:
+            print(child.stderr, file=sys.stderr)
+            raise RuntimeError(f"calibration of {chapter.name} with --jobs {jobs} failed (exit {child.returncode})")
+        runs[jobs] = json.loads(child.stdout.strip().splitlines()[-1])
+    serial, parallel = runs[1], runs[workers.processes]
+    ratio = serial["seconds"] / parallel["seconds"]
+    rows = [[jobs, r["seconds"], r["worker_peak_mb"], r["peak_memory_mb"]] for jobs, r in runs.items()]
+    config = "Config.fast()" if args.fast else "the default config"
+    caption = f"calibrate {chapter.name} --seeds {args.seeds} with its falsifiers ({config}), each in a fresh process"
+    print(Table(["jobs", "wall seconds", "peak memory per worker (MiB)", "main process (MiB)"], rows, caption))
+    print(f"speed-up of --jobs {workers.processes}: {ratio:.2f}× on {os.cpu_count()} cores (load: {_load()})")
+    if args.json:
+        _write_json(args.json, {"environment": environment(), "runs": runs, "ratio": round(ratio, 3)})
+    if serial["record"] != parallel["record"]:
+        print("the parallel calibration record differs from the serial one: results depend on the worker")
+        return 1
+    print("The two calibration records are identical.")
+    return 0
+
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages, the other work this machine's cores were doing."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
+
+
+def cmd_calibrate_one(args: argparse.Namespace) -> int:
+    """Calibrate a chapter with its falsifiers on `--jobs` processes; print seconds, peak memories, the record hash."""
+    module = get(args.name).load()
+    config = _config(module, args.fast)
+    seeds = tuple(range(CALIBRATION_SEED_START, CALIBRATION_SEED_START + args.seeds))
+    falsifiers = list(getattr(module, "FALSIFIERS", ()))
+    with Stopwatch() as watch:
+        record, peaks = _calibration(module, args.name, config, seeds, falsifiers, args.fast, None, Workers(args.jobs))
+    digest = hashlib.sha256(json.dumps(record.as_dict(), sort_keys=True).encode()).hexdigest()
+    measured = {"seconds": round(watch.seconds, 2), "peak_memory_mb": round(peak_memory_mb(), 1)}
+    print(json.dumps({**measured, "worker_peak_mb": round(max(peaks), 1), "tasks": len(peaks), "record": digest}))
+    return 0
+
+
+def _rebuild(artifact: Artifact) -> tuple[str, float, dict[str, Any]]:
+    """Recompute a committed file and rewrite it: its checksum, the seconds its maker took and where it ran.
+
+    The caller records the file's fingerprint: tasks on several workers never write the manifest at once.
+    """
+    with Stopwatch() as watch:
+        checksum = artifact.rebuild(record=False)
+    return checksum, watch.seconds, environment()
+
+
 def cmd_data(args: argparse.Namespace) -> int:
-    if args.rebuild is not None:
-        if args.rebuild not in ARTIFACTS:
-            raise UsageError(f"unknown artifact {args.rebuild!r}; the artifacts are: {', '.join(ARTIFACTS)}")
-        artifact = ARTIFACTS[args.rebuild]
-        with Stopwatch() as watch:
-            checksum = artifact.rebuild()
-        print(f"rebuilt {artifact.path} in {watch.seconds:.0f} s; sha256: {checksum}")
+    if args.rebuild:
+        unknown = [name for name in args.rebuild if name not in ARTIFACTS]
+        if unknown:
+            raise UsageError(f"unknown artifact {unknown[0]!r}; the artifacts are: {', '.join(ARTIFACTS)}")
+        artifacts = [ARTIFACTS[name] for name in dict.fromkeys(args.rebuild)]
+        fingerprints = [a.code_fingerprint() for a in artifacts]  # of the code as the rebuild starts
+        labels = [f"artifact {a.name}" for a in artifacts]
+        rebuilt = _workers(args).map(_rebuild, artifacts, labels, desc="rebuild")
+        for artifact, fingerprint, (checksum, seconds, made_in) in zip(artifacts, fingerprints, rebuilt, strict=True):
+            record_fingerprint(artifact.name, checksum, fingerprint, made_in)  # here, one writer of the manifest
+            print(f"rebuilt {artifact.path} in {seconds:.0f} s; sha256: {checksum}")
         print(
-            "Its code fingerprint is recorded in data/fingerprints.json; put the sha256 in its card in data/README.md."
+            "Their code fingerprints are recorded in data/fingerprints.json; "
+            f"put {'the sha256' if len(artifacts) == 1 else 'each sha256'} in its card in data/README.md."
         )
         return 0
     rows = [[d.name, ", ".join(d.chapters), d.fingerprint()] for d in DATASETS.values()]
@@ -359,6 +491,22 @@ def cmd_bench_one(args: argparse.Namespace) -> int:
         module.run(module.Config(), seed=0)
     print(json.dumps({"seconds": round(watch.seconds, 2), "peak_memory_mb": round(peak_memory_mb(), 1)}))
     return 0
+
+
+def _add_workers(command: argparse.ArgumentParser, tasks: str, caveat: str = "") -> None:
+    """The options that say where a command's independent tasks run: --jobs and --scheduler."""
+    command.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help=f"run {tasks} on N processes of this machine, one torch thread each (default 1; -1: every core){caveat}",
+    )
+    command.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help=f"run {tasks} on the workers of this Dask cluster instead (default: ${SCHEDULER_ENV}; {CLUSTER_EXTRA})",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -386,6 +534,7 @@ def parser() -> argparse.ArgumentParser:
     reproduce.add_argument(
         "--ledger", type=Path, help="replace these chapters' entries in the scorecard ledger (book/scorecard.json)"
     )
+    _add_workers(reproduce, "the seeds")
     reproduce.set_defaults(func=cmd_reproduce)
 
     cal = commands.add_parser(
@@ -400,6 +549,7 @@ def parser() -> argparse.ArgumentParser:
     cal.add_argument(
         "--cache", type=Path, help="keep each run's result in this folder and reuse it (empty it after a code change)"
     )
+    _add_workers(cal, "the seeds and each falsifier's reruns")
     cal.set_defaults(func=cmd_calibrate)
 
     card = commands.add_parser("scorecard", help="the book's scorecard, or your own run beside it (--compare)")
@@ -423,6 +573,19 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--notebooks", action="store_true", help="time each chapter's notebook instead (exit 1 over the 60 s budget)"
     )
+    bench.add_argument(
+        "--speedup",
+        metavar="NAME",
+        help="time `calibrate NAME --seeds N` with its falsifiers in one process, then on --jobs processes: the ratio",
+    )
+    bench.add_argument("--seeds", type=int, default=12, help="calibration seeds for --speedup (default 12)")
+    bench.add_argument("--fast", action="store_true", help="--speedup on Config.fast()")
+    _add_workers(
+        bench,
+        "the chapters (with --speedup: the parallel calibration)",
+        "; runs at the same time on shared cores slow each other, so their seconds grow, while each process's "
+        "peak memory stays valid",
+    )
     bench.set_defaults(func=cmd_bench)
 
     data = commands.add_parser(
@@ -430,14 +593,25 @@ def parser() -> argparse.ArgumentParser:
     )
     data.add_argument(
         "--rebuild",
+        nargs="+",
         metavar="NAME",
-        help=f"recompute a committed file and rewrite it (slow; one of: {', '.join(ARTIFACTS)})",
+        help=f"recompute committed files and rewrite them, each one task (slow; of: {', '.join(ARTIFACTS)})",
+    )
+    _add_workers(
+        data, "the rebuilds", "; on a Dask cluster the workers write the files, so they must share this checkout"
     )
     data.set_defaults(func=cmd_data)
 
     one = commands.add_parser("_bench_one")  # the child process of `bench`
     one.add_argument("name")
     one.set_defaults(func=cmd_bench_one)
+
+    calibrate_one = commands.add_parser("_calibrate_one")  # a child process of `bench --speedup`
+    calibrate_one.add_argument("name")
+    calibrate_one.add_argument("--seeds", type=int, required=True)
+    calibrate_one.add_argument("--jobs", type=int, required=True)
+    calibrate_one.add_argument("--fast", action="store_true")
+    calibrate_one.set_defaults(func=cmd_calibrate_one)
     return top
 
 
@@ -449,3 +623,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"python -m toyscale {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except TaskError as error:  # tasks that raised (each named) or a worker that died: the details, then one line
+        for trace in error.tracebacks:
+            print(trace, file=sys.stderr)
+        print(f"python -m toyscale {args.command}: error: {error}", file=sys.stderr)
+        return 1

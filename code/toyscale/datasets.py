@@ -149,16 +149,17 @@ class Artifact:
         """The checksum of the committed arrays (verified on load; nothing is recomputed)."""
         return array_checksum(self._verified())
 
-    def rebuild(self, path: Path | None = None) -> str:
+    def rebuild(self, path: Path | None = None, *, record: bool = True) -> str:
         """Run the maker and write its arrays to `path` (default: the committed file); return the checksum.
 
         Rewriting the committed file also records its fingerprint and the environment that made it in
-        the manifest, written after the file (each write atomic): an interrupted rebuild leaves the
-        old file, or a new file that `load` calls stale until the rebuild is run again.
+        the manifest (unless `record` is False: the caller records it), written after the file (each
+        write atomic): an interrupted rebuild leaves the old file, or a new file that `load` calls
+        stale until the rebuild is run again.
         """
         fingerprint = self.code_fingerprint()
         checksum = save_arrays(path or self.file, _call(self.maker))
-        if path is None:
+        if path is None and record:
             record_fingerprint(self.name, checksum, fingerprint, environment())
         return checksum
 
