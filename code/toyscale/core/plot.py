@@ -14,6 +14,7 @@ own static files). Inside a Jupyter kernel the default renderer becomes
 from __future__ import annotations
 
 import math
+import re
 import sys
 
 import plotly.graph_objects as go
@@ -107,10 +108,7 @@ TITLE_CHARS, AXIS_TITLE_CHARS, Y_TITLE_CHARS, LABEL_CHARS = 52, 45, 30, 16
 LEGEND_ROW_PX = 22
 
 
-def wrap(text: str, width: int) -> str:
-    """Break `text` into lines of at most about `width` characters with <br> (plotly does not wrap)."""
-    if not isinstance(text, str) or len(text) <= width or "<br>" in text:
-        return text
+def _wrap_line(text: str, width: int) -> str:
     lines, line = [], ""
     for word in text.split(" "):
         if line and len(line) + 1 + len(word) > width:
@@ -119,6 +117,26 @@ def wrap(text: str, width: int) -> str:
         else:
             line = f"{line} {word}" if line else word
     return "<br>".join([*lines, line])
+
+
+def wrap(text: str, width: int) -> str:
+    """Break `text` into lines of at most about `width` characters with <br> (plotly does not wrap).
+
+    Each line a chapter broke itself is wrapped on its own; a `<sup>` line (a subtitle, in smaller
+    type) holds more characters, and each of its lines keeps its own `<sup>` tags.
+    """
+    if not isinstance(text, str):
+        return text
+    out = []
+    for part in text.split("<br>"):
+        sup = re.fullmatch(r"<sup>(.*)</sup>", part, re.S)
+        if sup:
+            out += [f"<sup>{line}</sup>" for line in _wrap_line(sup.group(1), width * 4 // 3).split("<br>")]
+        elif len(part) > width and "<" not in part:
+            out.append(_wrap_line(part, width))
+        else:
+            out.append(part)
+    return "<br>".join(out)
 
 
 def _text(title: object) -> str | None:
@@ -166,15 +184,21 @@ def layout_for_the_page(fig_dict: dict) -> dict:
             axis["tickformat"] = "~g"  # full values at 1, 2, 5 × 10^n, minor ticks between
             axis.setdefault("dtick", "D2")
             axis.setdefault("minor", {"ticks": "outside", "showgrid": False})
-    panel_lines = 0
+    panel_px = 0.0
     for note in layout.get("annotations", []):
         if isinstance(note.get("text"), str) and str(note.get("yref", "")).endswith("paper"):
             note["text"] = wrap(note["text"], TITLE_CHARS // 2)
             if note.get("y", 0) >= 0.999 and note.get("yanchor") == "bottom":
-                panel_lines = max(panel_lines, note["text"].count("<br>") + 1)
-    if panel_lines and isinstance(layout.get("title"), dict):
-        # make_subplots writes the top row's panel titles just above the plot area, where the title sits
-        layout["title"].setdefault("pad", {})["b"] = 12 + 18 * panel_lines
+                size = (note.get("font") or {}).get("size", 16)
+                panel_px = max(panel_px, (note["text"].count("<br>") + 1) * (1.3 * size + 2))
+    if panel_px and isinstance(layout.get("title"), dict):
+        # make_subplots writes the top row's panel titles just above the plot area, where a title
+        # anchored to the plot would sit: the title goes to the top of the figure instead, and the
+        # top margin holds both (margins do not grow for annotations)
+        lines = layout["title"].get("text", "").count("<br>") + 1
+        layout["title"].update(yref="container", y=1.0, yanchor="top", pad={"t": 24, "b": 0, "l": 10})
+        margin = layout.setdefault("margin", {})
+        margin["t"] = max(margin.get("t", 40), math.ceil(10 + 21 * lines + 10 + panel_px + 4))
     for trace in fig_dict.get("data", []):
         for key in ("x", "y"):
             values = trace.get(key)
@@ -185,9 +209,20 @@ def layout_for_the_page(fig_dict: dict) -> dict:
                 layout.setdefault(axis, {}).setdefault("tickangle", 0)
         if isinstance(trace.get("name"), str):
             trace["name"] = wrap(trace["name"], AXIS_TITLE_CHARS)
-    entries = sum(bool(t.get("name")) and t.get("showlegend", True) is not False for t in fig_dict.get("data", []))
-    if layout.get("showlegend", True) and entries > 4:
-        layout["height"] = layout.get("height", 460) + LEGEND_ROW_PX * math.ceil((entries - 4) / 2)
+    named = [t for t in fig_dict.get("data", []) if t.get("name") and t.get("showlegend", True) is not False]
+    if layout.get("showlegend", True) and len(named) > 4:
+        layout["height"] = layout.get("height", 460) + LEGEND_ROW_PX * math.ceil((len(named) - 4) / 2)
+    if layout.get("showlegend", True) and len(named) > 1 and layout.get("legend", {}).get("orientation", "h") == "h":
+        # legend rows below the plot take their height out of the plot's: keep the plot tall enough
+        # for its rotated y-axis title (centred on the plot, it would otherwise reach the title)
+        names = [str(t["name"]) for t in named]
+        per_row = 1 if max(len(line) for n in names for line in n.split("<br>")) > 28 else 2
+        legend_px = sum((n.count("<br>") + 1) * 17 + 4 for n in names) / per_row
+        y_text = _text(layout.get("yaxis", {}).get("title")) or ""
+        y_px = max((len(line) for line in y_text.split("<br>")), default=0) * 7.5
+        title_px = 30 + 21 * ((_text(layout.get("title")) or "").count("<br>") + 1)
+        needed = title_px + max(220.0, y_px + 30) + 70 + legend_px
+        layout["height"] = max(layout.get("height", 460), math.ceil(needed))
     legend = layout.setdefault("legend", {})
     if legend.get("orientation", "h") == "h" and legend.get("y", -1) < 0:
         # under the plot in the container's coordinates: the margin grows for it below the x axis

@@ -130,7 +130,9 @@ def fig_domain_weights(result: Result, layer: int = 0) -> go.Figure:
     rows = math.ceil(m / cols)
     names = _domain_names(result)
     spread = float(max(np.abs(w - 1.0).max(), 1e-6))
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.04, vertical_spacing=0.1)
+    fig = make_subplots(
+        rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.06, vertical_spacing=0.22 / max(rows - 1, 1)
+    )
     for d in range(m):
         fig.add_trace(
             go.Heatmap(
@@ -150,8 +152,13 @@ def fig_domain_weights(result: Result, layer: int = 0) -> go.Figure:
         title=f"Learned domain weights W_p of layer {layer + 1}: every domain reshapes the shared layer its own way",
         height=260 * rows + 120,
     )
-    fig.update_xaxes(title_text="input unit", showgrid=False)
-    fig.update_yaxes(title_text="output unit", showgrid=False, autorange="reversed")
+    # axis titles on the outer panels only: inside the grid they would sit on the next panel's title
+    fig.update_xaxes(showgrid=False)
+    fig.update_yaxes(showgrid=False, autorange="reversed")
+    for c in range(1, cols + 1):
+        fig.update_xaxes(title_text="input unit", row=rows, col=c)
+    for r in range(1, rows + 1):
+        fig.update_yaxes(title_text="output unit", row=r, col=1)
     return fig
 
 
