@@ -129,6 +129,12 @@ table.toyscale-table caption { caption-side: bottom; text-align: left; font-size
 .bd-article div.math, .bd-article mjx-container[display="true"] {
   max-width: 100%; overflow-x: auto; overflow-y: hidden;
 }
+/* On a phone, a paragraph or list item whose inline math is wider than the column scrolls inside its
+   own box (MathJax does not break a formula), so the page itself never scrolls sideways. */
+@media (max-width: 600px) {
+  .bd-article p, .bd-article li, .bd-article dd { max-width: 100%; overflow-x: auto; }
+  .bd-article mjx-container { max-width: 100%; }
+}
 @media print {
   .toyscale-table-wrap { overflow: visible; }
   table.toyscale-table { font-size: 0.75em !important; }
