@@ -130,9 +130,10 @@ table.toyscale-table caption { caption-side: bottom; text-align: left; font-size
   max-width: 100%; overflow-x: auto; overflow-y: hidden;
 }
 /* On a phone, a paragraph or list item whose inline math is wider than the column scrolls inside its
-   own box (MathJax does not break a formula), so the page itself never scrolls sideways. */
+   own box (MathJax does not break a formula; `position: relative` holds its absolutely placed
+   assistive MathML too), so the page itself never scrolls sideways. */
 @media (max-width: 600px) {
-  .bd-article p, .bd-article li, .bd-article dd { max-width: 100%; overflow-x: auto; }
+  .bd-article p, .bd-article li, .bd-article dd { position: relative; max-width: 100%; overflow-x: auto; }
   .bd-article mjx-container { max-width: 100%; }
 }
 @media print {

@@ -26,3 +26,12 @@ def test_renderer_emits_html_without_plotly_js_or_mathjax() -> None:
     assert "Plotly.newPlot" in html
     assert "<script src" not in html and "cdn" not in html.lower()
     assert len(html) < 20_000  # plotly.js itself is megabytes: it must not be inlined
+
+
+def test_wrap_breaks_long_titles_and_reads_only_plotly_tags_as_markup() -> None:
+    from toyscale.core.plot import wrap
+
+    title = "The truncated model acts first, explains after: the key comes before <TRUNC>"
+    assert wrap(title, 52) == "The truncated model acts first, explains after: the<br>key comes before <TRUNC>"
+    marked = "a <b>bold</b> title long enough to need wrapping"
+    assert wrap(marked, 20) == marked  # markup is left as the chapter wrote it

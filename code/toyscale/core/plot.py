@@ -108,6 +108,10 @@ TITLE_CHARS, AXIS_TITLE_CHARS, Y_TITLE_CHARS, LABEL_CHARS = 52, 45, 30, 16
 LEGEND_ROW_PX = 22
 
 
+#: The tags plotly reads as markup in a text (any other `<...>`, such as a `<TRUNC>` token, is plain text).
+_MARKUP = re.compile(r"</?(b|i|em|sup|sub|span|a|br)\b", re.I)
+
+
 def _wrap_line(text: str, width: int) -> str:
     lines, line = [], ""
     for word in text.split(" "):
@@ -132,7 +136,7 @@ def wrap(text: str, width: int) -> str:
         sup = re.fullmatch(r"<sup>(.*)</sup>", part, re.S)
         if sup:
             out += [f"<sup>{line}</sup>" for line in _wrap_line(sup.group(1), width * 4 // 3).split("<br>")]
-        elif len(part) > width and "<" not in part:
+        elif len(part) > width and not _MARKUP.search(part):
             out.append(_wrap_line(part, width))
         else:
             out.append(part)
