@@ -119,6 +119,8 @@ table.toyscale-table td, table.toyscale-table th {
 }
 .bd-article table { max-width: 100%; }
 .bd-article td, .bd-article th { overflow-wrap: anywhere; }
+/* A heading (with its "#" link) breaks anywhere rather than push a phone's page sideways. */
+.bd-article h1, .bd-article h2, .bd-article h3 { overflow-wrap: anywhere; }
 table.toyscale-table caption { caption-side: bottom; text-align: left; font-size: 0.9em; }
 /* Figures follow the column's width; below 480 px (a phone) a figure keeps that width and
    scrolls inside its own box, so neither its labels nor the text column are cut. */

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -24,6 +25,8 @@ def test_results_come_back_in_task_order_whatever_finishes_first() -> None:
     results = Workers(jobs=2).map(sum, tasks, ["slow", "a", "b", "c"], on_result=lambda i, _: finished.append(i))
     assert results == [sum(task) for task in tasks]
     assert sorted(finished) == [0, 1, 2, 3] and finished[-1] == 0, finished  # completion order is not task order
+    # the pool is shut down with the map: no worker process outlives it (a later test counts its own children)
+    assert not multiprocessing.active_children()
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -191,8 +191,13 @@ def _unfinished(labels: Sequence[str], finished: set[int]) -> str:
 def _on_loky(
     processes: int, fn: Callable[[Any], Any], tasks: list[Any], labels: Sequence[str]
 ) -> Iterator[tuple[int, _Done | _Failed]]:
-    """The tasks on a pool of `processes` local worker processes (joblib's loky backend), as they finish."""
+    """The tasks on a pool of `processes` local worker processes (joblib's loky backend), as they finish.
+
+    The pool is shut down when the map ends: loky would keep its workers alive for reuse, and a
+    command (or a test) that starts processes of its own would then find them still running.
+    """
     from joblib import Parallel, delayed
+    from joblib.externals.loky import get_reusable_executor
     from joblib.externals.loky.process_executor import TerminatedWorkerError
 
     pool = Parallel(n_jobs=processes, backend="loky", batch_size=1, return_as="generator_unordered")
@@ -207,6 +212,8 @@ def _on_loky(
             f"tasks unfinished: {_unfinished(labels, finished)}",
             [str(error)],
         ) from None
+    finally:
+        get_reusable_executor().shutdown(wait=True)
 
 
 def _on_dask(
