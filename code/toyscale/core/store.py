@@ -10,7 +10,7 @@ own imports from the modules that made it (its roots), plus the configuration it
                                   for module in compute_path(roots)} ∪ {"config": sha256(repr(config))}
 
 Presentation and bookkeeping stay off the path: a chapter's `figures` module, the plot theme,
-tables, progress bars, the artifact registry, file I/O and the environment record. A module's
+tables, progress bars, the artifact registry, file I/O, the environment record and the process pool. A module's
 digest is taken over its syntax tree, unparsed with docstrings removed, so rewording a docstring,
 a comment or reformatting leaves it unchanged, while any change to what the code computes changes
 it. `differences` names the modules that changed, so a stale artifact's
@@ -27,9 +27,12 @@ from pathlib import Path
 
 PACKAGE = "toyscale"
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]  # code/toyscale
-#: Modules that show, store or describe results but never compute them (with every module named `figures`).
+#: Modules that show, store, describe or schedule results but never compute them (with every module named
+#: `figures`). `core.parallel` only decides which process runs a task; a result depends on its task alone
+#: (tests/test_cli.py checks that --jobs 2 writes the same JSON as --jobs 1).
 OFF_PATH = frozenset(
     {
+        "toyscale.core.parallel",
         "toyscale.core.plot",
         "toyscale.core.table",
         "toyscale.core.progress",
