@@ -86,7 +86,7 @@ def test_calibrate_reports_window_pass_rates_and_keeps_off_the_book_seeds(
     path = tmp_path / "jrc.json"
     assert main(["calibrate", "jrc", "--fast", "--seeds", "5", "--no-falsifiers", "--json", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "windows passing" in out and "gauc_over_pointwise" in out
+    assert "windows passing" in out and "gauc_over_strongest" in out
     record = json.loads(path.read_text())
     assert record["seeds"] == list(range(1000, 1005)) and record["fast"] is True and "environment" in record
     assert record["fingerprint"] == get("jrc").fingerprint(get("jrc").load().Config.fast())

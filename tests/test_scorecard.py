@@ -74,7 +74,7 @@ def test_compare_sets_a_readers_run_beside_the_book(tmp_path: Path, ledger: dict
     (tmp_path / "mine.json").write_text(json.dumps(mine))
     assert main(["scorecard", "--compare", str(tmp_path / "mine.json")]) == 0
     out = capsys.readouterr().out
-    assert "gauc_over_pointwise" in out and "your status" in out
+    assert "gauc_over_strongest" in out and "your status" in out
     (tmp_path / "bad.json").write_text("{}")
     assert main(["scorecard", "--compare", str(tmp_path / "bad.json")]) == 2
     assert main(["reproduce", "jrc", "--fast", "--seeds", "1", "--ledger", str(tmp_path / "x.json")]) == 2

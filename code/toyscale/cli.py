@@ -30,7 +30,7 @@ from .core import Table, check_results, claims_table, evaluate, set_threads, tal
 from .core.audit import ChapterFiles, audit, violations
 from .core.calibration import calibrate
 from .core.claims import mark_undertrained
-from .core.data import atomic_write_bytes
+from .core.data import DataError, atomic_write_bytes
 from .core.environment import environment
 from .core.parallel import CLUSTER_EXTRA, SCHEDULER_ENV, TaskError, Workers
 from .core.seeding import BOOK_SEEDS, CALIBRATION_SEED_START
@@ -275,29 +275,35 @@ def _records(module: Any) -> dict[str, dict[str, Any]]:
     }
 
 
-def _committed_results(chapter: Chapter) -> list[Any] | None:
-    """The book seeds' committed results: `results.reference().results` or `results.reference_results()`."""
+def _committed_results(chapter: Chapter) -> tuple[list[Any] | None, str]:
+    """The book seeds' committed results (`results.reference().results` or `results.reference_results()`),
+    and why they could not be read (empty when they were, or when the chapter commits none)."""
     try:
         results = importlib.import_module(f"{chapter.module_name}.results")
     except ModuleNotFoundError:
-        return None
-    if hasattr(results, "reference"):
-        return getattr(results.reference(), "results", None)
-    if hasattr(results, "reference_results"):
-        return list(results.reference_results())
-    return None
+        return None, ""
+    try:
+        if hasattr(results, "reference"):
+            return getattr(results.reference(), "results", None), ""
+        if hasattr(results, "reference_results"):
+            return list(results.reference_results()), ""
+    except (DataError, FileNotFoundError) as error:  # a stale, corrupt or missing file
+        return None, str(error)
+    return None, ""
 
 
 def chapter_files(chapter: Chapter) -> ChapterFiles:
     """What `audit` reads of a registered chapter: claims, falsifiers, records, notebook, committed results."""
     module = chapter.load()
+    results, unreadable = _committed_results(chapter)
     return ChapterFiles(
         name=chapter.name,
         claims=list(module.CLAIMS),
         falsifiers=list(getattr(module, "FALSIFIERS", ())),
         records=_records(module),
         notebook=ROOT / "book" / chapter.part / f"{chapter.name}.py",
-        results=_committed_results(chapter),
+        results=results,
+        results_problem=unreadable,
         fingerprints={
             "default": chapter.fingerprint(module.Config()),
             "fast": chapter.fingerprint(module.Config.fast()),

@@ -274,3 +274,10 @@ def test_a_record_whose_code_changed_or_that_has_no_fingerprint_is_a_finding(tmp
     del files.records["default"]["fingerprint"]
     (finding,) = audit(replace(files, fingerprints={"default": current}))
     assert "records no compute-path fingerprint" in finding.message
+
+
+def test_committed_results_that_cannot_be_read_are_a_finding_not_a_crash(tmp_path: Path) -> None:
+    problem = "data file toy.npz is stale: toyscale.x changed. Rebuild it with: python -m toyscale data --rebuild toy"
+    (finding,) = audit(_files(tmp_path, results=None, results_problem=problem))
+    assert finding.rule == "fingerprint" and "cannot be read" in finding.message and "stale" in finding.message
+    assert not finding.warning

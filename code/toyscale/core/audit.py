@@ -15,7 +15,7 @@ its notebook's py:percent twin, its committed results when it has them) and retu
 | near-deterministic | an effect whose calibration sd is under a tenth of its margin, with no reason |
 | regime | an effect that does not record the regime it is checked in |
 | prose | a measured number typed into a notebook's markdown cell |
-| fingerprint | a record whose compute-path fingerprint does not match (`record_fingerprint_problems`) |
+| fingerprint | a record whose fingerprint does not match (`record_fingerprint_problems`); stale committed results |
 
 Chapters in `RE_AUDIT_PENDING` get their findings as warnings; so does a record without budgets.
 `core` does not know the chapter registry: the CLI gathers each chapter's `ChapterFiles`.
@@ -85,7 +85,8 @@ class ChapterFiles:
 
     records: the calibration records by config ('default', 'fast'), empty when none is committed;
     notebook: the notebook's py:percent twin (None when it has none); results: the committed results
-    of the book seeds (None when the chapter commits none); fingerprints: the chapter's compute-path
+    of the book seeds (None when the chapter commits none or they cannot be read, and results_problem
+    then says why); fingerprints: the chapter's compute-path
     fingerprint now, by the same configs (`Chapter.fingerprint`).
     """
 
@@ -96,6 +97,7 @@ class ChapterFiles:
     notebook: Path | None = None
     results: Sequence[Any] | None = None
     fingerprints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # config -> current fingerprint
+    results_problem: str = ""  # why the committed results could not be read (stale, corrupt, missing)
 
 
 def record_fingerprint_problems(record: Mapping[str, Any], current: Mapping[str, str] | None) -> list[str]:
@@ -452,8 +454,12 @@ def _prose(files: ChapterFiles) -> _Raw:
 
 
 def _fingerprint(files: ChapterFiles) -> _Raw:
-    return [
+    found: _Raw = [
         ("fingerprint", f"the {config} record: {problem}", f"recalibrate: {_calibrate(files, config)}", False)
         for config, record in files.records.items()
         for problem in record_fingerprint_problems(record, files.fingerprints.get(config))
     ]
+    if files.results_problem:
+        message = f"the committed results cannot be read: {files.results_problem}"
+        found.append(("fingerprint", message, "rebuild them with the command the message names", False))
+    return found

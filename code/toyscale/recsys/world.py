@@ -24,9 +24,12 @@ source, the time of day, the intent behind the visit. No model ever sees s_z.
 
 **Exposure.** The page holds n_z ≈ `session_size` impressions. Promotions run on busy,
 high-intent pages: items carry a promotion score π_i ~ N(0, 1), and a context shows item i with
-probability ∝ popularity_i · exp(γ · s_z · π_i), with γ = `exposure_confounding`. With γ = 0
-exposure ignores the context; with γ > 0 promoted items are shown more on high-intent pages,
-so a model that cannot see s_z credits them with clicks the context earned.
+probability ∝ popularity_i · exp(γ · e_z · π_i), with γ = `exposure_confounding` and the page
+signal e_z = s_z by default. With γ = 0 exposure ignores the context; with γ > 0 promoted items
+are shown more on high-intent pages, so a model that cannot see s_z credits them with clicks the
+context earned. With `exposure_follows_shift` ρ_e < 1 the page signal is e_z = ρ_e·s_z +
+√(1 − ρ_e²)·σ_z·n_z (n_z ~ N(0, 1), drawn only then): at ρ_e = 0 exposure still varies by page,
+as much as before, but no longer with the click shift, so nothing is confounded.
 
 **Clicks.** The ground truth is a logistic model:
 
@@ -113,6 +116,7 @@ class WorldConfig:
     affinity_scale: float = 1.5  # κ: weight of the user-item affinity a_u·b_i/√k
     context_shift_std: float = 1.5  # σ_z: spread of the unobserved context shift s_z
     exposure_confounding: float = 0.7  # γ: promoted items shown more on high-shift pages (0 = none)
+    exposure_follows_shift: float = 1.0  # ρ_e: correlation of the page signal exposure follows with s_z (1 = s_z)
     # Several domains (read only by make_domain_log; the defaults leave the world above unchanged)
     n_domains: int = 1  # M: domains (scenarios) sharing the users and items; 1 = a single-domain world
     domain_zipf: float = 1.0  # a_D: a context falls in domain d with probability ∝ (d + 1)^(−a_D)
@@ -147,6 +151,10 @@ class WorldConfig:
             )
         if not 0.0 <= self.side_info <= 1.0:
             raise ValueError(f"side_info must be in [0, 1], got {self.side_info}")
+        if not 0.0 <= self.exposure_follows_shift <= 1.0:
+            raise ValueError(
+                f"exposure_follows_shift must be in [0, 1] (a correlation with s_z), got {self.exposure_follows_shift}"
+            )
         nonnegative = ("user_zipf", "item_zipf", "user_bias_std", "item_bias_std", "context_shift_std")
         domain_spreads = ("domain_zipf", "domain_strength", "domain_bias_std", "domain_feature_shift")
         ad_knobs = ("ad_penalty", "exposure_bias", "rec_exposure_bias", "rec_traffic", "bid_noise", "legacy_blind")
@@ -253,16 +261,23 @@ def sample_contexts(config: WorldConfig, population: Population, generator: np.r
     """Who sees what where: per impression (user, item, context id), and the shift s_z per context.
 
     Each context z draws its owner u ∝ activity, its shift s_z ~ N(0, σ_z²), its size n_z, and
-    n_z distinct items with probability ∝ popularity_i · exp(γ · s_z · π_i).
+    n_z distinct items with probability ∝ popularity_i · exp(γ · e_z · π_i), the page signal e_z = s_z
+    unless `exposure_follows_shift` < 1.
     """
     n_ctx = config.n_contexts
     owners = generator.choice(config.n_users, size=n_ctx, p=population.user_activity)
     shifts = config.context_shift_std * generator.standard_normal(n_ctx)
     low, high = max(2, config.session_size // 2), config.session_size + config.session_size // 2
     sizes = np.minimum(generator.integers(low, high + 1, size=n_ctx), config.n_items)
-    # exposure ∝ popularity_i · exp(γ · s_z · π_i): log-weights per (context, item)
+    signal = shifts
+    if config.exposure_follows_shift < 1.0:
+        # e_z = ρ_e · s_z + √(1 − ρ_e²) · σ_z · n_z: a page signal as spread as s_z, correlated ρ_e with it
+        rho = config.exposure_follows_shift
+        noise = config.context_shift_std * generator.standard_normal(n_ctx)
+        signal = rho * shifts + np.sqrt(1.0 - rho**2) * noise
+    # exposure ∝ popularity_i · exp(γ · e_z · π_i): log-weights per (context, item)
     scores = np.log(population.item_popularity)[None, :] + config.exposure_confounding * np.outer(
-        shifts, population.item_promotion
+        signal, population.item_promotion
     )
     # Gumbel top-n: the n_z largest of log-weight + Gumbel noise are n_z distinct weighted draws
     gumbel = -np.log(-np.log(generator.random(scores.shape)))

@@ -1,7 +1,7 @@
 """The committed results (`data/recsys/jrc_results.npz`): what the notebook shows but cannot recompute in budget.
 
 Five book seeds of the default configuration (the claims table), the ranking-weight sweep over those
-seeds, and the context-shift boundary (CLAIMS.md §7). Rebuild with `python -m toyscale data
+seeds, and the two mechanisms' boundaries (CLAIMS.md §7). Rebuild with `python -m toyscale data
 --rebuild jrc_results` (about six minutes on one core). The tests and `reproduce` recompute
 everything and never read this file; whether it is current is decided by its fingerprint
 (`toyscale.datasets`), never by a rerun.
@@ -17,12 +17,23 @@ import numpy as np
 from toyscale.core import BOOK_SEEDS
 from toyscale.core.boundary import Boundary
 
-from .experiment import ACTIVITY_NAMES, Config, Result, ranking_weight_sweep, run, shift_boundary
+from .experiment import ACTIVITY_NAMES, BOUNDARIES, Config, Result, gain_boundary, ranking_weight_sweep, run
 
 #: Ranking weights 1 − α of the sweep (0.5 is the paper's default α).
 SWEEP_WEIGHTS = (0.25, 0.5, 0.75, 0.9)
-#: The context shift σ_z of the boundary sweep, from none to twice the default world's.
-SHIFT_POINTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
+#: Each mechanism's boundary, as multiples of the regime's value of the knob it sweeps: the page shift σ_z
+#: at γ = 0 and the confounding γ at the regime's σ_z, each from none to twice the regime's (the regime,
+#: the chapter's world before the re-audit too, is a point of both).
+BOUNDARY_MULTIPLES = (0.0, 0.5, 1.0, 2.0)
+
+
+def boundary_points(mechanism: str, config: Config | None = None) -> tuple[float, ...]:
+    """The points of one mechanism's boundary sweep (`BOUNDARY_MULTIPLES` of the regime's value)."""
+    knob = BOUNDARIES[mechanism][0]
+    regime = getattr((config or Config()).world, knob)
+    return tuple(m * regime for m in BOUNDARY_MULTIPLES)
+
+
 SWEEP_METHODS = ("jrc", "combined")
 
 
@@ -33,7 +44,7 @@ class Reference:
     results: list[Result]
     weights: tuple[float, ...]
     sweep: dict[str, dict[str, np.ndarray]]  # metric -> method -> (seeds, weights)
-    boundary: Boundary
+    boundaries: dict[str, Boundary]  # mechanism -> its boundary (see experiment.BOUNDARIES)
 
 
 def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]:
@@ -52,7 +63,7 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
         grids[table] = grid
     activity_arms = list(results[0].by_activity)
     sweeps = [ranking_weight_sweep(config, s, SWEEP_WEIGHTS) for s in seeds]
-    boundary = shift_boundary(config, SHIFT_POINTS, seeds)
+    boundaries = {name: gain_boundary(config, name, boundary_points(name, config), seeds) for name in BOUNDARIES}
     arrays = {
         "seeds": np.asarray(seeds, dtype=np.int64),
         "arms": np.array(arms),
@@ -67,7 +78,8 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
         "sweep_gauc": np.array([[s[m]["gauc"] for m in SWEEP_METHODS] for s in sweeps]),
         "sweep_log_loss": np.array([[s[m]["log_loss"] for m in SWEEP_METHODS] for s in sweeps]),
     }
-    arrays.update({f"boundary_{key}": value for key, value in boundary.as_arrays().items()})
+    for name, boundary in boundaries.items():
+        arrays.update({f"boundary_{name}_{key}": value for key, value in boundary.as_arrays().items()})
     return arrays
 
 
@@ -101,10 +113,17 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
         metric: {m: arrays[f"sweep_{metric}"][:, j, :] for j, m in enumerate(methods)}
         for metric in ("gauc", "log_loss")
     }
-    boundary = Boundary.from_arrays(
-        {key.removeprefix("boundary_"): value for key, value in arrays.items() if key.startswith("boundary_")}
-    )
-    return Reference(results, tuple(float(w) for w in arrays["sweep_weights"]), sweep, boundary)
+    boundaries = {
+        name: Boundary.from_arrays(
+            {
+                key.removeprefix(f"boundary_{name}_"): v
+                for key, v in arrays.items()
+                if key.startswith(f"boundary_{name}_")
+            }
+        )
+        for name in BOUNDARIES
+    }
+    return Reference(results, tuple(float(w) for w in arrays["sweep_weights"]), sweep, boundaries)
 
 
 def reference() -> Reference:
