@@ -28,7 +28,6 @@ RE_AUDIT_PENDING: frozenset[str] = frozenset(
     {
         "star",
         "jrc",
-        "rec4ad",
         "picasso",
         "glvq",
         "ddk",
