@@ -574,7 +574,7 @@ class _World:
         return replace(self._fits[key], spec=spec)
 
     def measured(self, p_test: np.ndarray, online_scores: np.ndarray) -> dict[str, float]:
-        """Test metrics of probabilities on the uniform test ads, and online CTR and RPM as fractions of the oracle's."""
+        """Test metrics of probabilities on the uniform test ads; online CTR and RPM as fractions of the oracle's."""
         serving = serve(online_scores, self.online)
         ratios = {"ctr": serving["ctr"] / self.oracle["ctr"], "rpm": serving["rpm"] / self.oracle["rpm"]}
         return {**unbiased_metrics(self.splits.test.y, p_test), **ratios}
