@@ -35,13 +35,20 @@ from toyscale.core.protocol import ONE_SIDED, Alternative, Alternatives, Band, K
 
 from .experiment import BID_REGIME, REGIME_ARMS, Config, Result
 
-# Margins and win rules: see the record (calibration/default.json, made by `python -m toyscale calibrate rec4ad
-# --seeds 12 --seed-start 1000 --jobs 1 --json ...` on calibration seeds 1000–1011, default config). "q05" / "q95":
-# the 5th / 95th percentile of the means over five-seed windows of those seeds; every paired check needs the
-# method to win 4 of 5 seeds.
-AUC_MARGIN = 0.010  # provisional: set from the record below
-PCOC_MARGIN = 0.02  # provisional
-RPM_MARGIN = 0.0  # provisional
+# Margins and win rules from `python -m toyscale calibrate rec4ad --seeds 20 --seed-start 1000 --jobs 1` on
+# calibration seeds 1000–1019, default config, native numerics (calibration/default.json) and once with
+# ATEN_CPU_CAPABILITY=default (calibration/default.aten-default.json). Twenty seeds, not twelve: the AUC margin sits
+# in a narrow gap. "q05" / "q95": the 5th / 95th percentile of the means over five-seed windows of those seeds; every
+# paired check needs the method to win 4 of 5 seeds.
+AUC_MARGIN = 0.007  # in the gap between the falsifiers' highest q95 (ads only in the method's place: 0.0047) and
+# the method's q05 (0.0096), both native, at its middle
+PCOC_MARGIN = 0.0  # mix + domain vs the recalibrated alternatives: its window means straddle zero (q05 −0.026, q95
+# +0.021), so no margin passes 95 % of windows; 0 keeps the plain win rule for the table
+RPM_MARGIN = 0.0  # online RPM: at the premise's bids the window means are all above zero (q05 +0.0022) but the
+# 4-of-5 win rule fails on about a tenth of the windows at any margin ≥ 0, so no margin passes 95 %; at the
+# chapter's bids the window means straddle zero
+# The remaining comparisons (the modules, IPS's costs, IPS against ads only, against re-weighting) use margin 0
+# with the 4-of-5 rule and pass at most a third of the windows: none is expected.
 #: The negative control's band: half of AUC_MARGIN, one-sided (fixed before calibration, CLAIMS.md §4 v2).
 CONTROL_BAND = Band(0.5, ONE_SIDED)
 
@@ -146,44 +153,49 @@ def _check_ips_costs(results: Sequence[Result]) -> Verdict:
 
 REASONS = {
     "rec_samples_raise_auc": (
-        "the gain of recommendation samples over the strongest of ads only and IPS, both tuned on validation, is "
-        "smaller than the seed noise of five seeds allows the margin to separate from permuted recommendation labels"
+        "the gain of recommendation samples over the strongest of ads only and IPS, both tuned on validation, does "
+        "not clear the margin on enough five-seed windows of the calibration seeds"
     ),
     "no_bias_no_gain": (
-        "without selection bias the recommendation samples still add data from the same click function, so a gain "
-        "remains at uniform exposure that reaches beyond half the effect's margin"
+        "without selection bias the recommendation samples still add data from the same click function, so part of "
+        "the gain remains at uniform exposure, and on many five-seed windows it reaches beyond half the effect's "
+        "margin: the control does not isolate the correction of bias from the value of more data"
     ),
     "calibrated_with_domain_info": (
-        "the naive mix's miscalibration is one offset of the ad logit (the ad penalty the recommendation samples do "
-        "not carry), and one logit offset fitted on the uniform validation slice removes it as well as the domain "
-        "indicator does: recalibrated, the naive mix and ads only are as well calibrated as mix + domain"
+        "the naive mix's miscalibration is one offset of the ad logit (the ad penalty, which the recommendation "
+        "samples do not carry), and one logit offset fitted on the uniform validation slice removes it as well as the "
+        "domain indicator does: recalibrated, the naive mix or ads only is as well calibrated as mix + domain, and "
+        "better on some worlds"
     ),
     "fixes_ssb_overprediction": (
-        "what is left of the ads-only model's over-prediction at its calibration checkpoint is an offset that a "
-        "logit offset fitted on the uniform validation slice removes, so the recalibrated ads-only model is as well "
-        "calibrated as mix + domain"
+        "what is left of the ads-only model's over-prediction at its calibration checkpoint is mostly an offset, which "
+        "the logit offset fitted on the uniform validation slice removes, so the stronger of ads only and ads only "
+        "recalibrated is as well calibrated as mix + domain"
     ),
     "online_rpm_at_premise_bids": (
-        "a better click model moves the winner of p̂ × bid only where p̂ is wrong by more than the gap between the "
-        "candidates' eCPMs; with twenty candidates whose log bids spread as much as their log click probabilities "
-        "that gap is rarely crossed, so the revenue of the two models differs by less than the seed noise"
+        "a better click model moves the winner of p̂ × bid only where p̂ errs by more than the gap between the "
+        "candidates' eCPMs; where log bids spread as much as log click probabilities the mean revenue gain is positive "
+        "but small next to how much the winning ads swing from world to world, so mix + domain does not win on four "
+        "of five seeds in enough calibration windows"
     ),
     "online_rpm_chapter_bids": (
         "bids vary more than click rates among the candidates, so ranking by p̂ × bid is decided mostly by the bid: a "
         "better click model changes which ad wins only now and then, and the revenue gain is within the seed noise"
     ),
     "modules_beat_plain_mix": (
-        "validation picks small loss weights from the grid, so alignment and decorrelation are nearly silent, and "
-        "the private encoders, whose ad half learns from the biased ad impressions alone, cost a little AUC instead of "
+        "validation picks small loss weights from the grid, so alignment and decorrelation are nearly silent, and the "
+        "private encoders, whose ad half learns from the biased ad impressions alone, cost a little AUC instead of "
         "adding any (the attribution table shows each idea on its own)"
     ),
     "reweighting_variance_calibration": (
         "tuned on validation, IPS mostly takes the clip that caps the weights nearest the smallest one, so it barely "
-        "re-weights: its AUC spreads no more over seeds than the ads-only model's, and it is no worse calibrated"
+        "re-weights: its AUC regret spreads about as much over seeds as the ads-only model's, and its calibration "
+        "differs from world to world, so neither cost shows on enough five-seed windows"
     ),
     "ips_loses_to_ads_only": (
         "validation picks the clip that barely re-weights (larger clips, which put large weights on the few ads the "
-        "legacy ranker rarely shows, score worse there), so IPS lands on the ads-only model: it neither loses nor gains"
+        "legacy ranker rarely shows, score worse there), so IPS lands near the ads-only model; the ads-only model, its "
+        "learning rate tuned, is ahead on some worlds and not on others"
     ),
     "beats_reweighting": (
         "the stronger re-weighting arm on validation is mostly IPS with the recommendation samples, and its clip "
