@@ -389,7 +389,6 @@ print(
 fig_boundary(
     reference.bid_boundary,
     "The online revenue gain of recommendation samples across the bid spread",
-    margin=rec4ad.claims.RPM_MARGIN,
 ).show()
 reference.bid_boundary.table()
 
@@ -646,7 +645,8 @@ glue("default_ctr_sd", float(np.std(default_ctr, ddof=1)), display=False)
 #    {glue:text}`flat_ctr_sd:.4f`, against {glue:text}`default_ctr_delta:+.4f` ±
 #    {glue:text}`default_ctr_sd:.4f` in the default world. Bids that vary less leave more of the
 #    choice to $\hat p$; note that the legacy ranker then also selects differently, which changes
-#    the bias itself.
+#    the bias itself. The bid boundary above shows the same for RPM, the auction's objective,
+#    across the bid correlation.
 # ```
 #
 # ## References
