@@ -27,7 +27,6 @@ from typing import Any
 RE_AUDIT_PENDING: frozenset[str] = frozenset(
     {
         "star",
-        "rec4ad",
         "picasso",
         "glvq",
         "ddk",

@@ -21,7 +21,7 @@ from toyscale.core.protocol import Alternative, Alternatives, Band, Knob, Regime
 from .experiment import Config, Result
 
 # Margins from `python -m toyscale calibrate jrc --seeds 12 --jobs 1` on calibration seeds 1000–1011, default
-# config, native numerics (calibration/default.json) and ATEN_CPU_CAPABILITY=default (default-perturbed.json).
+# config, native numerics (calibration/default.json) and ATEN_CPU_CAPABILITY=default (default.aten-default.json).
 # "q05" / "q95": the 5th / 95th percentile of the means over five-seed windows of those seeds (native / perturbed).
 WITHIN_CONTEXT_MARGIN = 0.012  # method q05 0.0199 / 0.0205 > 0.012 > ranking_off q95 0.0044 / 0.0064
 CONFOUNDING_MARGIN = 0.008  # method q05 0.0123 / 0.0116 > 0.008 > ranking_off q95 0.0046 / 0.0053

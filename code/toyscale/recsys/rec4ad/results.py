@@ -1,10 +1,10 @@
 """The committed results (`data/recsys/rec4ad_results.npz`): what the notebook shows but cannot recompute in budget.
 
 Five book seeds of the default configuration with every arm (the claims table and the attribution
-table), the selection-bias boundary (CLAIMS.md §7), and the exercises' runs. Rebuild with `python -m
-toyscale data --rebuild rec4ad_results` (a few minutes on one core). The tests and `reproduce`
-recompute everything and never read this file; whether it is current is decided by its fingerprint
-(`toyscale.datasets`), never by a rerun.
+table), the selection-bias boundary and the bid boundary (CLAIMS.md §7), and the exercises' runs.
+Rebuild with `python -m toyscale data --rebuild rec4ad_results` (several minutes on one core). The
+tests and `reproduce` recompute what they check and never compare it with this file; whether it is
+current is decided by its fingerprint (`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from toyscale.core import BOOK_SEEDS
 from toyscale.core.boundary import Boundary
 from toyscale.recsys.world import AD_WORLD
 
-from .experiment import ARMS, Config, Result, auc_gain, bias_boundary, run
+from .experiment import ARMS, BID_REGIME, Config, Result, auc_gain, bias_boundary, bid_boundary, run
 
 #: The exposure bias τ of the boundary sweep, from uniform exposure to twice the default world's.
 BIAS_POINTS = (0.0, 1.0, 2.0, 4.0, 6.0, 8.0)
+#: The bid correlation ζ of the bid boundary: flat bids, the online claim's regime, the chapter's world, beyond.
+BID_POINTS = (0.0, 0.6, BID_REGIME, AD_WORLD.bid_correlation, 2.0)
 #: Exercise 1: recommendation requests per ad request.
 TRAFFIC_POINTS = (1 / 3, 1.0, 3.0)
 #: Exercise 2: the one loss weight λ_a = λ_d Rec4Ad is forced to use.
@@ -30,18 +32,19 @@ FORCED_WEIGHT = 1.0
 
 @dataclass
 class Reference:
-    """The committed results, unpacked: per-seed Results (metrics only), the boundary, the exercises' numbers.
+    """The committed results, unpacked: per-seed Results (metrics only), the two boundaries, the exercises' numbers.
 
     exercises: 'traffic' (traffic points, seeds) Δ AUC of mix + domain over ads only; 'forced_auc'
     (seeds, 2): test AUC of mix + domain and Rec4Ad at the forced weight, at their ranking checkpoints;
     'forced_pcoc' (seeds, 2): their PCOC at the calibration checkpoints; 'flat_bids_ctr' (seeds, 2):
     online CTR / oracle of ads only and mix + domain (calibration checkpoints) when bids follow no
-    item feature.
+    item feature. boundary: Δ AUC across the exposure bias τ; bid_boundary: Δ online RPM across ζ.
     """
 
     results: list[Result]
     boundary: Boundary
     exercises: dict[str, np.ndarray]
+    bid_boundary: Boundary
 
 
 def traffic_config(rec_traffic: float) -> Config:
@@ -51,12 +54,20 @@ def traffic_config(rec_traffic: float) -> Config:
 
 def forced_config() -> Config:
     """Exercise 2's configuration: Rec4Ad with a grid of one weight (and IPS of one clip), beside mix + domain."""
-    return Config(loss_weights=(FORCED_WEIGHT,), clips=(1.0,), arms=("mix_domain", "rec4ad"), control=False)
+    return Config(
+        loss_weights=(FORCED_WEIGHT,),
+        clips=(1.0,),
+        lrs=(Config().lr,),
+        arms=("mix_domain", "rec4ad"),
+        control=False,
+        regime=False,
+    )
 
 
 def flat_bids_config() -> Config:
     """Exercise 3's configuration: bids that follow no item feature (ζ = 0), ads only and mix + domain."""
-    return Config(world=replace(AD_WORLD, bid_correlation=0.0), arms=("ads_only", "mix_domain"), control=False)
+    world = replace(AD_WORLD, bid_correlation=0.0)
+    return Config(world=world, arms=("ads_only", "mix_domain"), control=False, regime=False)
 
 
 def exercise_arrays(seeds: Sequence[int]) -> dict[str, np.ndarray]:
@@ -90,6 +101,7 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
                     grid[i, j, k] = getattr(result, table).get(arm, {}).get(name, np.nan)
         arrays[table] = grid
     arrays.update({f"boundary_{k}": v for k, v in bias_boundary(Config(), BIAS_POINTS, seeds).as_arrays().items()})
+    arrays.update({f"bids_{k}": v for k, v in bid_boundary(Config(), BID_POINTS, seeds).as_arrays().items()})
     arrays.update({f"exercise_{k}": v for k, v in exercise_arrays(seeds).items()})
     return arrays
 
@@ -123,7 +135,10 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
         {key.removeprefix("boundary_"): value for key, value in arrays.items() if key.startswith("boundary_")}
     )
     exercises = {key.removeprefix("exercise_"): value for key, value in arrays.items() if key.startswith("exercise_")}
-    return Reference(results, boundary, exercises)
+    bids = Boundary.from_arrays(
+        {key.removeprefix("bids_"): value for key, value in arrays.items() if key.startswith("bids_")}
+    )
+    return Reference(results, boundary, exercises, bids)
 
 
 def reference() -> Reference:
