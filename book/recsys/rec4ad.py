@@ -223,7 +223,16 @@ for arm, spec in rec4ad.ARM_SPECS.items():
             sum(p.numel() for p in net.parameters()),
         ]
     )
-columns = ["arm", "recs", "domain", "disentangled", "IPS", "recalibrated", "knob", "parameters"]
+columns = [
+    "arm",
+    "recs",
+    "domain",
+    "disentangled",
+    "IPS",
+    "recalibrated",
+    "knob",
+    "parameters",
+]
 Table(columns, rows, "The arms")
 
 # %% [markdown]
@@ -436,11 +445,23 @@ glue(
     calibration_means["calibrated_with_domain_info"],
     display=False,
 )
-glue("premise_calibration", calibration_means["online_rpm_at_premise_bids"], display=False)
-glue("chapter_bids_calibration", calibration_means["online_rpm_chapter_bids"], display=False)
+glue(
+    "premise_calibration",
+    calibration_means["online_rpm_at_premise_bids"],
+    display=False,
+)
+glue(
+    "chapter_bids_calibration",
+    calibration_means["online_rpm_chapter_bids"],
+    display=False,
+)
 glue("control_calibration", calibration_means["no_bias_no_gain"], display=False)
 pass_rates = {c["id"]: c["pass_rate"] for c in record["claims"]}
-for claim_id in ("fixes_ssb_overprediction", "online_rpm_at_premise_bids", "no_bias_no_gain"):
+for claim_id in (
+    "fixes_ssb_overprediction",
+    "online_rpm_at_premise_bids",
+    "no_bias_no_gain",
+):
     glue(f"{claim_id}_rate", f"{pass_rates[claim_id]:.0%}", display=False)
 glue("n_calibration_seeds", len(record["seeds"]), display=False)
 record_table(record)

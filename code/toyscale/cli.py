@@ -99,6 +99,11 @@ def _write_json(path: Path, payload: Any) -> None:
     atomic_write_bytes(path, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
 
 
+def _of(outcomes: Sequence[Any], chapter: str) -> list[Any]:
+    """The outcomes of one chapter."""
+    return [o for o in outcomes if o.chapter == chapter]
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise UsageError(f"--seeds must be at least 1, got {args.seeds}")
@@ -124,8 +129,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         lines.append(f"{chapter.name}: {tally(found).line()}")
     table = claims_table(outcomes)
     table.columns.insert(0, "chapter")
-    for row, outcome in zip(table.rows, outcomes, strict=True):
-        row.insert(0, outcome.chapter)
+    table.rows = [  # a chapter's rows, one per claim plus a control's loss beyond its band, in its order
+        [chapter.name, *row] for chapter in chapters for row in claims_table(_of(outcomes, chapter.name)).rows
+    ]
     print(table)
     print()
     print("\n".join(lines))

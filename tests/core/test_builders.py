@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from toyscale.core import Claim, check_results
-from toyscale.core.builders import RecordClaims, non_inferior, paired_check
+from toyscale.core.builders import RecordClaims, non_inferior
 from toyscale.core.calibration import load_record
 from toyscale.genmm import combatvla
 from toyscale.genmm.combatvla import claims as combatvla_claims
