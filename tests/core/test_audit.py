@@ -261,6 +261,8 @@ def test_a_record_without_budgets_warns_and_does_not_fail(tmp_path: Path) -> Non
     del files.records["default"]["budgets"]
     (finding,) = audit(files)
     assert finding.rule == "budgets" and finding.warning and "reports no budgets" in finding.message
+    # a chapter whose arms stop at no validation point says why, and the warning goes
+    assert not audit(replace(files, no_budgets="a simulator: no arm is trained"))
 
 
 def test_a_record_whose_code_changed_or_that_has_no_fingerprint_is_a_finding(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ its notebook's py:percent twin, its committed results when it has them) and retu
 | seeds | a record on fewer than twelve calibration seeds |
 | alternatives | an effect with no declared alternatives (no strongest baseline picked on validation) |
 | falsifiers | a missing falsifier; an alternative never in the method's place; a falsifier with Δ ≡ 0 |
-| budgets | a claim reading an arm that peaks in its budget's last tenth; no budgets (a warning) |
+| budgets | a claim reading an arm that peaks in its budget's last tenth; no budgets (a warning, unless the chapter says why none applies) |
 | controls | no validated effect or band; a band over half the effect's margin; values that cannot move |
 | near-deterministic | an effect whose calibration sd is under a tenth of its margin, with no reason |
 | regime | an effect that does not record the regime it is checked in |
@@ -98,6 +98,7 @@ class ChapterFiles:
     results: Sequence[Any] | None = None
     fingerprints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # config -> current fingerprint
     results_problem: str = ""  # why the committed results could not be read (stale, corrupt, missing)
+    no_budgets: str = ""  # why no arm has a training budget to report (the claims module's NO_BUDGETS), if none does
 
 
 def record_fingerprint_problems(record: Mapping[str, Any], current: Mapping[str, str] | None) -> list[str]:
@@ -312,9 +313,14 @@ def _budgets(files: ChapterFiles) -> _Raw:
     found: _Raw = []
     for config, record in files.records.items():
         budgets = record.get("budgets")
+        if not budgets and files.no_budgets:
+            continue
         if not budgets:
             message = f"the {config} record reports no budgets, so no claim can be found undertrained"
-            fix = "report result.budgets (arm -> TrainLog.budget) for every trained arm and recalibrate"
+            fix = (
+                "report result.budgets (arm -> TrainLog.budget) for every trained arm and recalibrate, or, when no "
+                "arm stops early, say why in the claims module's NO_BUDGETS"
+            )
             found.append(("budgets", message, fix, True))
             continue
         late = undertrained_arms(budgets)
