@@ -310,7 +310,7 @@ def chapter_files(chapter: Chapter) -> ChapterFiles:
         notebook=ROOT / "book" / chapter.part / f"{chapter.name}.py",
         results=results,
         results_problem=unreadable,
-        no_budgets=getattr(module, "NO_BUDGETS", ""),
+        no_budgets=getattr(getattr(module, "claims", module), "NO_BUDGETS", ""),
         fingerprints={
             "default": chapter.fingerprint(module.Config()),
             "fast": chapter.fingerprint(module.Config.fast()),

@@ -10,7 +10,7 @@ its notebook's py:percent twin, its committed results when it has them) and retu
 | seeds | a record on fewer than twelve calibration seeds |
 | alternatives | an effect with no declared alternatives (no strongest baseline picked on validation) |
 | falsifiers | a missing falsifier; an alternative never in the method's place; a falsifier with Δ ≡ 0 |
-| budgets | a claim reading an arm that peaks in its budget's last tenth; no budgets (a warning, unless the chapter says why none applies) |
+| budgets | a claim reading an arm that peaks in its budget's last tenth; no budgets (a warning; NO_BUDGETS: why none) |
 | controls | no validated effect or band; a band over half the effect's margin; values that cannot move |
 | near-deterministic | an effect whose calibration sd is under a tenth of its margin, with no reason |
 | regime | an effect that does not record the regime it is checked in |
