@@ -12,7 +12,7 @@ import pytest
 
 from toyscale.chapters import CHAPTERS
 from toyscale.core.claims import BASELINE_IN_PLACE, EFFECT, KINDS, MECHANISM_OFF
-from toyscale.core.protocol import RE_AUDIT_PENDING as V2_PENDING
+from toyscale.core.pending import RE_AUDIT_PENDING as V2_PENDING
 
 RE_AUDIT_PENDING: set[str] = set()
 

@@ -22,7 +22,8 @@ from toyscale.core import BASELINE_IN_PLACE, MECHANISM_OFF, Claim, Falsifier, Ve
 from toyscale.core.audit import ChapterFiles, audit, violations
 from toyscale.core.builders import paired_check, vanishing_check
 from toyscale.core.calibration import calibrate
-from toyscale.core.protocol import RE_AUDIT_PENDING, Alternative, Alternatives, Band, Knob, Regime
+from toyscale.core.pending import RE_AUDIT_PENDING
+from toyscale.core.protocol import Alternative, Alternatives, Band, Knob, Regime
 
 MARGIN = 0.05
 KNOB = Knob("lr", (1e-3, 1e-2), "standard practice")

@@ -22,9 +22,9 @@ from toyscale.core import (
 from toyscale.core.builders import RecordClaims, non_inferior_check, paired_check, vanishing_check
 from toyscale.core.calibration import calibrate
 from toyscale.core.claims import UNDERTRAINED, falsify, mark_undertrained, vanishes
+from toyscale.core.pending import RE_AUDIT_PENDING
 from toyscale.core.protocol import (
     ONE_SIDED,
-    RE_AUDIT_PENDING,
     Alternative,
     Alternatives,
     Band,

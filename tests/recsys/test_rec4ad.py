@@ -16,7 +16,7 @@ import torch
 
 from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
 from toyscale.core.claims import EFFECT
-from toyscale.core.protocol import pending
+from toyscale.core.pending import pending
 from toyscale.core.seeding import rng
 from toyscale.recsys import rec4ad
 from toyscale.recsys.rec4ad import results as committed

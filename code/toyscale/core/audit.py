@@ -45,7 +45,8 @@ from .claims import (
     check_results,
     claim_arms,
 )
-from .protocol import MAX_BAND_FRACTION, MIN_CALIBRATION_SEEDS, NEAR_DETERMINISTIC, pending, undertrained_arms
+from .pending import pending
+from .protocol import MAX_BAND_FRACTION, MIN_CALIBRATION_SEEDS, NEAR_DETERMINISTIC, undertrained_arms
 
 #: The rules, in the order findings are printed.
 RULES = (

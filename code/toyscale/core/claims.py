@@ -31,7 +31,8 @@ from functools import partial
 from typing import Any
 
 from .parallel import Workers
-from .protocol import TWO_SIDED, Alternatives, Band, Regime, budgets_of, pending, undertrained_arms
+from .pending import pending
+from .protocol import TWO_SIDED, Alternatives, Band, Regime, budgets_of, undertrained_arms
 from .table import Table, mean_std
 
 EFFECT, CONTROL, MECHANISM, MODELLED = "effect", "control", "mechanism", "modelled"

@@ -12,8 +12,9 @@ A result reports the optimizer steps each arm used against its limit in `result.
 pair). A claim that reads an arm whose best point lies in the last tenth of its budget on more than
 half of its calibration seeds is `undertrained`: neither pass nor fail (`undertrained_arms`).
 
-Chapters still waiting for their v2 re-audit are in `RE_AUDIT_PENDING`: `core`'s v2 refusals apply to
-a chapter only once it leaves that list, and `toyscale audit` reports its findings as warnings.
+Chapters still waiting for their v2 re-audit are in `RE_AUDIT_PENDING` (`core.pending`, off the compute
+path): `core`'s v2 refusals apply to a chapter only once it leaves that list, and `toyscale audit` reports its
+findings as warnings.
 """
 
 from __future__ import annotations
@@ -22,23 +23,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-#: Chapters whose v2 re-audit has not landed (issue 39). Each re-audit removes its chapter; the list empties.
-RE_AUDIT_PENDING: frozenset[str] = frozenset(
-    {
-        "star",
-        "picasso",
-        "glvq",
-        "ddk",
-        "dcpt",
-        "badiff",
-        "victor",
-        "combatvla",
-        "c4",
-        "fapes",
-        "fangorn",
-    }
-)
 
 #: Where the knob an alternative is tuned on comes from.
 KNOB_SOURCES = ("paper", "library docs", "standard practice")
@@ -55,11 +39,6 @@ MIN_CALIBRATION_SEEDS = 12
 
 class ProtocolError(ValueError):
     """A v2 declaration that breaks the protocol; the message names the rule and the fix."""
-
-
-def pending(chapter: str) -> bool:
-    """True while `chapter` waits for its v2 re-audit: core's v2 refusals do not apply to it yet."""
-    return chapter in RE_AUDIT_PENDING
 
 
 @dataclass(frozen=True)

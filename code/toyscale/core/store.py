@@ -28,11 +28,13 @@ from pathlib import Path
 PACKAGE = "toyscale"
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]  # code/toyscale
 #: Modules that show, store, describe or schedule results but never compute them (with every module named
-#: `figures`). `core.parallel` only decides which process runs a task; a result depends on its task alone
+#: `figures`). `core.pending` only decides which of core's refusals apply. `core.parallel` only decides which
+#: process runs a task; a result depends on its task alone
 #: (tests/test_cli.py checks that --jobs 2 writes the same JSON as --jobs 1).
 OFF_PATH = frozenset(
     {
         "toyscale.core.parallel",
+        "toyscale.core.pending",
         "toyscale.core.plot",
         "toyscale.core.table",
         "toyscale.core.progress",

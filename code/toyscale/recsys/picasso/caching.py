@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict, deque
 
 import numpy as np
 import torch
@@ -141,24 +141,67 @@ def drifting_stream(
     return np.concatenate(parts).astype(np.int64)
 
 
-def slow_tier_rows(steps: list[np.ndarray], policy: str, capacity: int, profile: np.ndarray, n_rows: int) -> np.ndarray:
+def slow_tier_rows(
+    steps: list[np.ndarray],
+    policy: str,
+    capacity: int,
+    profile: np.ndarray,
+    n_rows: int,
+    *,
+    refresh: int = 0,
+    admit_after: int = 1,
+    admission_window: int = 4,
+    frozen: bool = False,
+) -> np.ndarray:
     """Rows moved over the slow link at each training step (reads of missing rows + write-backs).
 
     Each step looks up the unique ids of its batch. A single table (capacity 0) reads every one
-    from the slow tier and writes every updated row back. 'static': the fast tier holds the
-    `capacity` rows most frequent in `profile` (fixed); a miss is read and written back. 'lru': the
-    fast tier holds the `capacity` most recently used rows, warmed on `profile`; a miss is read and
-    stays in the fast tier, and the row it evicts is written back (embeddings change as they train).
+    from the slow tier and writes every updated row back.
+
+    'static': the fast tier holds the `capacity` rows most frequent in `profile`; a miss is read and
+    written back. With `refresh` = R > 0 the hot set is recounted every R steps over the latest
+    window of as many ids as the profile holds, and the swap is paid for: every row that enters is
+    read, every row that leaves is written back.
+
+    'lru': the fast tier holds the `capacity` most recently used rows, warmed on `profile`; a missed
+    row enters the fast tier (the row it evicts is written back, since embeddings change as they
+    train) once it has missed on `admit_after` of the last `admission_window` steps, this one
+    included (1: on every miss, plain LRU; 2: a row seen once is kept out, as 2Q and TinyLFU's
+    doorkeeper do); a row kept out is read and written back. `frozen` stops every update after the
+    warm-up: the tier keeps the profile's most recent rows (recency without adaptation).
     """
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
-    moved = np.zeros(len(steps), dtype=np.int64)
+    if refresh < 0 or admit_after < 1 or admission_window < admit_after:
+        raise ValueError(
+            f"need refresh >= 0 and 1 <= admit_after <= admission_window, got {refresh}, {admit_after}, "
+            f"{admission_window}"
+        )
     if policy == "static":
-        is_hot = np.zeros(n_rows, dtype=bool)
-        is_hot[static_top_k(profile, n_rows, capacity)] = True
-        for i, ids in enumerate(steps):
-            moved[i] = 2 * int((~is_hot[np.unique(ids)]).sum())
-        return moved
+        return _static_rows(steps, capacity, profile, n_rows, refresh)
+    return _lru_rows(steps, capacity, profile, admit_after, admission_window, frozen)
+
+
+def _static_rows(steps: list[np.ndarray], capacity: int, profile: np.ndarray, n_rows: int, refresh: int) -> np.ndarray:
+    moved = np.zeros(len(steps), dtype=np.int64)
+    is_hot = np.zeros(n_rows, dtype=bool)
+    is_hot[static_top_k(profile, n_rows, capacity)] = True
+    recent = profile
+    for i, ids in enumerate(steps):
+        if refresh and i and i % refresh == 0:
+            fresh = np.zeros(n_rows, dtype=bool)
+            fresh[static_top_k(recent, n_rows, capacity)] = True
+            moved[i] += int((fresh & ~is_hot).sum()) + int((is_hot & ~fresh).sum())  # reads in, write-backs out
+            is_hot = fresh
+        moved[i] += 2 * int((~is_hot[np.unique(ids)]).sum())
+        recent = np.concatenate([recent, ids])[-profile.size :]
+    return moved
+
+
+def _lru_rows(
+    steps: list[np.ndarray], capacity: int, profile: np.ndarray, admit_after: int, window: int, frozen: bool
+) -> np.ndarray:
+    moved = np.zeros(len(steps), dtype=np.int64)
     cache: OrderedDict[int, None] = OrderedDict()
     for key in profile.tolist():  # warm the cache on the profile, as the previous window left it
         if capacity:
@@ -166,19 +209,25 @@ def slow_tier_rows(steps: list[np.ndarray], policy: str, capacity: int, profile:
             cache.move_to_end(key)
             if len(cache) > capacity:
                 cache.popitem(last=False)
+    misses: deque[list[int]] = deque(maxlen=window - 1)  # the rows missed on each of the previous steps
     for i, ids in enumerate(steps):
         reads = writes = 0
+        missed_before = Counter(key for step in misses for key in step)
+        missed = []
         for key in np.unique(ids).tolist():
             if key in cache:
-                cache.move_to_end(key)
+                if not frozen:
+                    cache.move_to_end(key)
                 continue
             reads += 1
-            if not capacity:
+            missed.append(key)
+            if frozen or not capacity or missed_before[key] + 1 < admit_after:
                 writes += 1
                 continue
             cache[key] = None
             if len(cache) > capacity:
                 cache.popitem(last=False)
                 writes += 1
+        misses.append(missed)
         moved[i] = reads + writes
     return moved

@@ -1,13 +1,13 @@
-"""The committed results (`data/recsys/picasso_results.npz`): what the notebook shows without recomputing it.
+"""The committed results (`data/recsys/picasso_results.npz`): what the notebook shows, not recomputed.
 
 Five book seeds of the default configuration (the claims table, the phase table) and the boundaries
 (CLAIMS.md §7): the packing speed-up at each number of fields F (from the same five runs), the fast
-tier's traffic cut across the skew of the ids, and LRU's edge over a static hot set across the drift
-of the hot set. The timings are a dated measurement of the machine that built the file (the card
-says which); the traffic numbers are exact on any machine. Rebuild with `python -m toyscale data
---rebuild picasso_results` (a few minutes on one core). The tests and `reproduce` recompute
-everything and never read this file; whether it is current is decided by its fingerprint
-(`toyscale.datasets`), never by a rerun.
+tier's traffic cut across the skew of the ids, and LRU's edge over a static hot set (each tuned on
+validation) across the drift of the hot set, the caching effect's boundary. The timings are a dated
+measurement of the machine that built the file (the card says which); the traffic numbers are exact on
+any machine. Rebuild with `python -m toyscale data --rebuild picasso_results` (a few minutes on one
+core). The tests and `reproduce` recompute everything and never read this file; whether it is current is
+decided by its fingerprint (`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
                 DRIFT_POINTS,
                 seeds,
                 parameter="share of ranks that trade ids per segment",
-                delta_name="LRU's edge over a static hot set (rows / one table's)",
+                delta_name="Δ traffic cut (LRU − static), each tuned on validation",
             ),
         ),
     ):
