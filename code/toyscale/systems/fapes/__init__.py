@@ -82,7 +82,9 @@ from .cluster import (
 )
 from .experiment import (
     BURST_ARMS,
+    ELASTIC_ARMS,
     LOW_LOAD_ARMS,
+    MATCHED_ARMS,
     Result,
     forecast_error,
     jct_cut,
@@ -127,8 +129,10 @@ __all__ = [
     "BURST_ARMS",
     "CLAIMS",
     "DAY",
+    "ELASTIC_ARMS",
     "FALSIFIERS",
     "LOW_LOAD_ARMS",
+    "MATCHED_ARMS",
     "METHODS",
     "POLICY_LABELS",
     "STREAMS",

@@ -1,53 +1,125 @@
 """FaPES's claims, their margins (set on calibration seeds), and the falsifiers under which they must fail.
 
-The headline is split in two (the review of 2026-12-01): FaPES against Optimus-like elastic
-scaling (GPUs only, the user's batch), which is what the paper's "representative elastic scaling
-schemes" most resemble, and what lending with cost-aware reclaim adds over Pollux-like elastic
-scaling (GPUs and batch chosen together from the same fitted model), the strongest baseline that
-does not lend. The SLO claim compares FaPES with naive lending, paired, on request latency.
+Re-audit v2 (issue 51). The JCT claim compares FaPES with the strongest of the elastic schemes that
+do not lend, Optimus-like (GPUs only) and Pollux-like (GPUs and batch from the same fitted model),
+picked per seed on a validation day. What lending adds over Pollux-like is credited to the
+checkpointed scale-in reclaim, whose mechanism-off falsifier reclaims by kills (the forecast board
+kept). The SLO claim compares the two lending policies at a common SLO target: each picks its
+headroom on the validation day, then JCT, lent GPU-hours and violations are compared on the test
+day. The fitted step-time model against its own prior is a mechanism, not an effect. Goodput is
+reported against static allocation, labelled as such, beside the elastic negative.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from toyscale.core import BASELINE_IN_PLACE, MECHANISM_OFF, Claim, Falsifier, Verdict, all_of, at_most, paired, vanishes
+from toyscale.core import BASELINE_IN_PLACE, MECHANISM_OFF, Falsifier, Verdict, paired
+from toyscale.core.builders import RecordClaims, paired_check, values, vanishing_check
+from toyscale.core.calibration import load_record
+from toyscale.core.protocol import Alternative, Alternatives, Band, Knob, Regime
 
-from .experiment import Result, jct_cut, violation_cut
+from .cluster import Config
+from .experiment import Result
 
-# Margins and win rules from `python -m toyscale calibrate fapes --seeds 20` on calibration seeds 1000–1019,
-# default config and --fast (the records: calibration/default.json and fast.json beside this module).
-# "q05" / "q95": the 5th / 95th percentile of the means over five-seed windows of those seeds. Each margin sits
-# about halfway between the falsifiers' q95 and the method's q05; every check wins on 4 of 5 seeds.
-JCT_MARGIN = 0.10  # method q05 0.149 (default) / 0.156 (fast) > 0.10 > joint_off q95 0.066 / 0.054
-LENDING_MARGIN = 0.02  # method q05 0.043 / 0.040 > 0.02 > lending_off and pollux_as_fapes q95 0 / 0
-# (Reclaim by kills, FaPES with its board but killing the newest jobs, was first tried as this claim's
-# mechanism-off falsifier: it kept a cut of +0.030 ± 0.037, q95 0.054 above the method's q05, and failed only
-# 59 % of windows: the checkpointed scale-in carries part of lending's cut, not all of it. The claim credits
-# lending, so its mechanism-off falsifier is lending off; the notebook's attribution table shows the kills.)
-SLO_MARGIN = 0.1  # share of fewer violations: method q05 0.239 / 0.242 > 0.1 > forecast_off, naive_as_fapes q95 0 / 0
-P99_MARGIN = 0.03  # p99 latency (s): method q05 0.064 / 0.084 > 0.03 > forecast_off q95 −0.0002 / −0.0004
-BURST_BAND = 0.06  # the burst control's window means: q05–q95 [−0.049, 0.008] (default) / [−0.029, 0.045] (fast),
-# so ±0.06 passes ≥ 95 % of windows on both; on the normal day the effect's window means lie above it (q05 0.239)
-LOW_LOAD_BAND = 0.02  # the low-load control's window means: [−0.007, 0.013] / [−0.006, 0.016], so ±0.02 passes
-# ≥ 95 % on both; at the main load the lending effect's window means lie above it (q05 0.043 / 0.040)
-MODEL_MARGIN = 0.03  # held-out error, prior − fitted: method q05 0.059 / 0.067 > 0.03 > fit_off q95 0 / 0
-# goodput_1_8x passes no window on either config (its ratio's window means q95 1.21 / 1.23): expected=False.
+# Margins from `python -m toyscale calibrate fapes --seeds 24 --jobs 1` on calibration seeds 1000–1023, default
+# config, native numerics (calibration/default.json) and ATEN_CPU_CAPABILITY=default (default.aten-default.json).
+# "q05" / "q95": the 5th / 95th percentile of the means over five-seed windows of those seeds.
+#: The smallest whole minute above the q95 (15.1) of Pollux-like put in FaPES's place against Optimus-like: the
+#: one margin that could catch a scheme without lending. FaPES's own window means (q95 11.9) stay below it.
+JCT_MARGIN = 16.0  # minutes
+#: Below FaPES's q05 over Pollux-like (4.6); kills in place of the scale-in reach a q95 of 7.2, above it, so no
+#: margin separates the two (the claim is not expected).
+LENDING_MARGIN = 3.0  # minutes
+#: Between the scale-in-off falsifier's q95 (3.1) and FaPES's q05 at the common SLO target (3.9); twelve seeds
+#: put 3.0 in a gap of 2.9 to 3.7, which 24 seeds closed (the falsifier failed 93 % of windows there).
+RECLAIM_MARGIN = 3.5  # minutes
 GOODPUT_FACTOR = 1.8  # the paper's "up to 1.8×"
+#: The low-load control's band, fixed before calibration as a share of the lending effect's margin.
+LOW_LOAD_BAND = Band(0.5)
 
+_config = Config()
+#: The regime (CLAIMS.md §7, v2). The paper's premise: training is oversubscribed while the inference pool
+#: idles off-peak, and lending must keep the inference SLO. The training load is the chapter's world (load 1),
+#: fixed before this re-audit; the SLO target reads "guarantee the SLO" as four nines of requests within it.
+LOAD_REGIME = Regime(
+    "training load (× the default jobs)",
+    _config.load,
+    "the paper's premise: the training pool is oversubscribed while inference GPUs idle off-peak; the chapter's "
+    "world, fixed before this calibration",
+)
+SLO_REGIME = Regime(
+    "SLO target (violations per 1000 requests, validation day)",
+    _config.slo_target_per_1000,
+    "the paper's premise that reclaim guarantees the SLO, read as four nines (99.99 %) of requests within it; "
+    "fixed before this calibration",
+)
 
-def _zeros(results: Sequence[Result]) -> list[float]:
-    return [0.0] * len(results)
+#: The JCT claim's alternatives: the elastic schemes that do not lend, neither with a knob (as FaPES has none
+#: here), the stronger picked per seed by its mean JCT on the validation day.
+ELASTIC = Alternatives(
+    arms=(Alternative("optimus"), Alternative("pollux")),
+    pick_by="val_mean_jct_min",
+    higher_is_better=False,
+    method_grid=1,
+)
+POLLUX = replace(
+    ELASTIC,
+    arms=ELASTIC.arms[1:],
+    only_one="the claim is what lending adds to Pollux-like scaling, which shares FaPES's model and joint batch choice",
+)
+#: The SLO claim's one alternative: naive lending, tuned on as many headrooms as FaPES on the validation day.
+_HEADROOM = "headroom on the demand estimate"
+NAIVE = Alternatives(
+    arms=(Alternative("loan_naive", (Knob(_HEADROOM, _config.headrooms, "standard practice"),)),),
+    pick_by="val_slo_per_1000",
+    higher_is_better=False,
+    method_grid=len(_config.headrooms),
+    table="matched",
+    only_one="naive lending (recent demand plus headroom, reclaim by kills) is the one lending scheme without "
+    "FaPES's parts; the non-lending schemes cannot trade lent GPUs against the SLO",
+)
+OPTIMUS = Alternatives(
+    arms=ELASTIC.arms[:1],
+    pick_by="val_mean_jct_min",
+    higher_is_better=False,
+    method_grid=1,
+    only_one="the paper's factor is per-job goodput against an elastic baseline that, like its own, keeps the user's "
+    "batch; Pollux-like changes the batch, which moves goodput's statistical efficiency, not the scheduler's",
+)
+STATIC = Alternatives(
+    arms=(Alternative("static"),),
+    pick_by="mean_jct_min",
+    higher_is_better=False,
+    method_grid=1,
+    only_one="the paper's factor appears against non-elastic allocation; the elastic comparison is goodput_1_8x",
+)
 
+NO_BUDGETS = "a simulator: no arm is trained, so none can stop at a budget before its validation score peaks"
 
-def _check_jct_over_optimus(results: Sequence[Result]) -> Verdict:
-    cut = [jct_cut(r.metrics, "fapes", "optimus") for r in results]
-    unfinished = [1.0 - min(m["completed"] for m in r.metrics.values()) for r in results]
-    return all_of(
-        paired(cut, _zeros(results), margin=JCT_MARGIN, name="mean-JCT cut, FaPES vs Optimus-like"),
-        at_most(unfinished, 0.0, name="share of jobs unfinished (any policy)"),
-    )
+REASONS = {
+    "goodput_1_8x": (
+        "the baseline is elastic too and uses the same fitted model, lent GPUs exist only in the evening and "
+        "at night, and a job's speed-up is bounded by its synchronization cost and its noise scale: against "
+        "an elastic scheme the ratio has a ceiling well below the paper's factor"
+    ),
+    "goodput_over_static": (
+        "against static allocation the elastic schemes all raise cluster throughput, by a factor that depends on "
+        "how far the static queue backs up; here it stays below the paper's factor on every five-seed window"
+    ),
+    "jct_over_strongest": (
+        "the strongest non-lending scheme on validation is Pollux-like, which shares FaPES's model and joint "
+        "batch choice: what remains is lending's cut, smaller than the cut Pollux-like already has over "
+        "Optimus-like, so no margin separates FaPES from Pollux-like in its place"
+    ),
+    "lending_over_pollux": (
+        "with reclaim by kills instead of checkpointed scale-in, lending keeps about half its cut, enough to clear "
+        "the margin on about half the calibration windows: the cut cannot be credited to the scale-in, and lending "
+        "itself has no falsifier that is not Pollux-like under another name"
+    ),
+}
 
 
 def _check_goodput(results: Sequence[Result]) -> Verdict:
@@ -57,190 +129,156 @@ def _check_goodput(results: Sequence[Result]) -> Verdict:
     )
 
 
-def _check_lending(results: Sequence[Result]) -> Verdict:
-    cut = [jct_cut(r.metrics, "fapes", "pollux") for r in results]
-    return paired(cut, _zeros(results), margin=LENDING_MARGIN, name="mean-JCT cut, FaPES vs Pollux-like")
-
-
-def _check_slo(results: Sequence[Result]) -> Verdict:
-    fewer = [violation_cut(r.metrics) for r in results]
-    return all_of(
-        paired(fewer, _zeros(results), margin=SLO_MARGIN, name="share of fewer SLO violations, FaPES vs naive"),
-        paired(
-            [r.metrics["fapes"]["p99_latency_s"] for r in results],
-            [r.metrics["loan_naive"]["p99_latency_s"] for r in results],
-            margin=P99_MARGIN,
-            higher_is_better=False,
-            name="p99 latency (s), naive − FaPES",
-        ),
+def _check_goodput_static(results: Sequence[Result]) -> Verdict:
+    ratio = [
+        a / b
+        for a, b in zip(values(results, "fapes", "throughput"), values(results, "static", "throughput"), strict=True)
+    ]
+    return paired(
+        ratio,
+        [GOODPUT_FACTOR] * len(results),
+        margin=0.0,
+        name="cluster throughput ratio, FaPES / static allocation − 1.8",
     )
-
-
-def _check_burst(results: Sequence[Result]) -> Verdict:
-    fewer = [violation_cut(r.burst, "burst_slo_per_1000") for r in results]
-    return vanishes(fewer, _zeros(results), band=BURST_BAND, name="share of fewer SLO violations in the burst")
-
-
-def _check_low_load(results: Sequence[Result]) -> Verdict:
-    cut = [jct_cut(r.low, "fapes", "pollux") for r in results]
-    return vanishes(cut, _zeros(results), band=LOW_LOAD_BAND, name="mean-JCT cut, FaPES vs Pollux-like, low load")
 
 
 def _check_model(results: Sequence[Result]) -> Verdict:
     return paired(
-        [r.metrics["fapes"]["model_error"] for r in results],
-        [r.metrics["fapes"]["prior_error"] for r in results],
-        margin=MODEL_MARGIN,
+        values(results, "fapes", "model_error"),
+        values(results, "fapes", "prior_error"),
+        margin=0.0,
         higher_is_better=False,
         name="held-out step-time error, prior − fitted",
     )
 
 
+_claims = RecordClaims(load_record(sys.modules[__package__]), REASONS)
+
 CLAIMS = [
-    Claim(
-        id="jct_over_optimus",
-        kind="effect",
-        statement=("FaPES reduces job completion time by up to 24.8 % against representative elastic scaling schemes."),
-        metric=(
-            "mean JCT at the main load, FaPES vs Optimus-like elastic scaling (GPUs from the same fitted model, "
-            "the user's batch, no lending), paired by seed; every policy finishes every job. Most of the cut is "
-            "the joint batch choice, which Pollux-like scaling shares (see lending_over_pollux)"
+    _claims.effect(
+        "jct_over_strongest",
+        "FaPES reduces job completion time by up to 24.8 % against representative elastic scaling schemes.",
+        "mean JCT (minutes) at the main load, FaPES vs the stronger on the validation day of Optimus-like (GPUs "
+        "only) and Pollux-like (GPUs and batch) elastic scaling, neither lending, paired by seed",
+        paired_check(
+            "fapes",
+            ELASTIC,
+            "mean_jct_min",
+            margin=JCT_MARGIN,
+            higher_is_better=False,
+            name="Δ mean JCT, min (strongest elastic − FaPES)",
         ),
-        check=_check_jct_over_optimus,
+        regime=LOAD_REGIME,
     ),
-    Claim(
-        id="goodput_1_8x",
-        kind="effect",
-        statement="FaPES raises goodput up to 1.8× against representative elastic scaling schemes.",
-        metric=(
-            "per-job goodput (a job's work over its running time, relative to its requested configuration), "
-            "mean over jobs, FaPES / Optimus-like, required above 1.8 on each seed"
+    _claims.effect(
+        "goodput_1_8x",
+        "FaPES raises goodput up to 1.8× against representative elastic scaling schemes.",
+        "per-job goodput (a job's work over its running time, relative to its requested configuration), "
+        "mean over jobs, FaPES / Optimus-like, required above 1.8 on each seed",
+        _check_goodput,
+        regime=LOAD_REGIME,
+        alternatives=OPTIMUS,
+        arms=("fapes", "optimus"),
+    ),
+    _claims.effect(
+        "goodput_over_static",
+        "(against static allocation) FaPES raises goodput up to 1.8×.",
+        "cluster throughput (useful work per minute while jobs are in the system), FaPES / static FIFO "
+        "allocation at the requested GPUs, required above 1.8, paired by seed",
+        _check_goodput_static,
+        regime=LOAD_REGIME,
+        alternatives=STATIC,
+        arms=("fapes", "static"),
+    ),
+    _claims.effect(
+        "lending_over_pollux",
+        "(what lending with checkpointed scale-in adds) Loaning idle inference GPUs to training, and reclaiming "
+        "them by checkpointed scale-in, shortens jobs beyond what Pollux-like scaling gets from its own pool.",
+        "mean JCT (minutes) at the main load, FaPES vs Pollux-like elastic scaling (same model, no lending), "
+        "paired by seed; the falsifier reclaims by kills (the chapter's attribution table adds board off)",
+        paired_check(
+            "fapes",
+            POLLUX,
+            "mean_jct_min",
+            margin=LENDING_MARGIN,
+            higher_is_better=False,
+            name="Δ mean JCT, min (Pollux-like − FaPES)",
         ),
-        check=_check_goodput,
-        expected=False,
-        reason=(
-            "the baseline is elastic too and uses the same fitted model, lent GPUs exist only in the evening and "
-            "at night, and a job's speed-up is bounded by its synchronization cost and its noise scale; the paper's "
-            "factor is a best case against its own baselines"
+        regime=LOAD_REGIME,
+    ),
+    _claims.control(
+        "low_load_no_lending_gain",
+        "(negative control) When the training pool has GPUs to spare, lending has nothing to add.",
+        "mean JCT (minutes), FaPES vs Pollux-like, at a quarter of the default training load",
+        vanishing_check(
+            "fapes",
+            "pollux",
+            "mean_jct_min",
+            band=LOW_LOAD_BAND,
+            effect_margin=LENDING_MARGIN,
+            validates="lending_over_pollux",
+            higher_is_better=False,
+            table="low",
+            name="Δ mean JCT, min (Pollux-like − FaPES), low load",
         ),
     ),
-    Claim(
-        id="lending_over_pollux",
-        kind="effect",
-        statement=(
-            "(what lending adds) Loaning idle inference GPUs to training, and reclaiming them with minimal "
-            "preemption overhead, shortens jobs beyond what joint GPU and batch-size scaling (Pollux) gets from "
-            "the training pool alone."
+    _claims.effect(
+        "reclaim_at_slo_target",
+        "Loaned GPUs are reclaimed on demand with minimal preemption overhead to guarantee the SLO.",
+        "at a common SLO target: naive lending and FaPES each at the smallest headroom that meets it on the "
+        "validation day, then mean JCT (minutes) on the test day, paired by seed (lent GPU-hours and absolute "
+        "violation counts beside it)",
+        paired_check(
+            "fapes",
+            NAIVE,
+            "mean_jct_min",
+            margin=RECLAIM_MARGIN,
+            higher_is_better=False,
+            table="matched",
+            name="Δ mean JCT, min (naive − FaPES), each at its validated headroom",
         ),
-        metric=(
-            "mean JCT at the main load, FaPES vs Pollux-like elastic scaling (same model, no lending), paired by "
-            "seed. The cut is lending's: with reclaim by kills instead of checkpointed scale-in, part of it remains "
-            "(the chapter's attribution table)"
-        ),
-        check=_check_lending,
+        regime=SLO_REGIME,
     ),
-    Claim(
-        id="low_load_no_lending_gain",
-        kind="control",
-        statement="(negative control) When the training pool has GPUs to spare, lending has nothing to add.",
-        metric="mean JCT, FaPES vs Pollux-like, at a quarter of the default training load",
-        check=_check_low_load,
-    ),
-    Claim(
-        id="slo_over_naive",
-        kind="effect",
-        statement="Loaned GPUs are reclaimed on demand with minimal preemption overhead to guarantee the SLO.",
-        metric=(
-            "request latency at the main load (SLO 6 s against reclaims that take minutes), FaPES vs naive lending "
-            "(Pollux-like, sized from the last 5 minutes with the same headroom, reclaim by killing the newest "
-            "jobs), paired by seed: the share of fewer SLO violations (v_naive − v_FaPES)/(v_naive + v_FaPES), "
-            "and the p99 latency"
-        ),
-        check=_check_slo,
-    ),
-    Claim(
-        id="burst_no_gain",
-        kind="control",
-        statement=(
-            "(negative control) On a burst the seasonal forecast has never seen, FaPES has nothing to foresee: "
-            "its SLO edge over naive lending vanishes."
-        ),
-        metric=(
-            "share of fewer SLO violations, FaPES vs naive lending, over the requests of an evening burst (three "
-            "times the rate for an hour, and the half hour after) on the same trace"
-        ),
-        check=_check_burst,
-    ),
-    Claim(
-        id="model_beats_prior",
-        kind="effect",
-        statement="Training configurations are chosen from an ML-based performance model.",
-        metric=(
-            "mean relative step-time error on the configurations a job never ran, FaPES's fitted models vs the "
-            "population prior they start from; the true step time has a contention term the fitted form lacks"
-        ),
-        check=_check_model,
+    _claims.mechanism(
+        "model_beats_prior",
+        "Training configurations are chosen from an ML-based performance model.",
+        "mean relative step-time error on the configurations a job never ran, FaPES's fitted models vs the "
+        "population prior they start from (a property of fitting, not a comparison with another learner)",
+        _check_model,
     ),
 ]
 
-# What must make each effect fail (CLAIMS.md §5). Each change runs only the arms its claims read.
+_ALL_ARMS = ("static", "optimus", "pollux", "loan_naive", "fapes")
+# What must make each effect fail (CLAIMS.md §5, v2). Each change runs only the arms its claims read.
 FALSIFIERS = [
     Falsifier(
         "joint_off",
         MECHANISM_OFF,
-        ("jct_over_optimus",),
-        lambda c: replace(c, method="fapes_gpus_only", arms=("optimus", "fapes"), control=False),
+        ("jct_over_strongest", "goodput_over_static"),
+        lambda c: replace(c, method="fapes_gpus_only", arms=(*_ALL_ARMS[:3], "fapes"), control=False, matched=False),
         "FaPES choosing GPUs only, at the user's batch (lending, forecast and cost-aware reclaim kept)",
     ),
     Falsifier(
-        "optimus_as_fapes",
+        "optimus_in_place",
         BASELINE_IN_PLACE,
-        ("jct_over_optimus",),
-        lambda c: replace(c, method="optimus", arms=("optimus", "fapes"), control=False),
-        "Optimus-like elastic scaling run under FaPES's name",
+        ("jct_over_strongest",),
+        lambda c: replace(c, method="optimus", arms=("optimus", "pollux", "fapes"), control=False, matched=False),
+        "Optimus-like elastic scaling run under FaPES's name, against Pollux-like",
+        in_place="optimus",
     ),
     Falsifier(
-        "lending_off",
+        "pollux_in_place",
+        BASELINE_IN_PLACE,
+        ("jct_over_strongest",),
+        lambda c: replace(c, method="pollux", arms=("optimus", "pollux", "fapes"), control=False, matched=False),
+        "Pollux-like elastic scaling run under FaPES's name, against Optimus-like",
+        in_place="pollux",
+    ),
+    Falsifier(
+        "scale_in_off",
         MECHANISM_OFF,
-        ("lending_over_pollux",),
-        lambda c: replace(c, method="pollux", arms=("pollux", "fapes"), control=False),
-        "FaPES with lending switched off: it keeps every inference GPU, which leaves the Pollux-like policy "
-        "(the same run as pollux_as_fapes)",
-    ),
-    Falsifier(
-        "pollux_as_fapes",
-        BASELINE_IN_PLACE,
-        ("lending_over_pollux",),
-        lambda c: replace(c, method="pollux", arms=("pollux", "fapes"), control=False),
-        "Pollux-like elastic scaling (no lending) run under FaPES's name",
-    ),
-    Falsifier(
-        "forecast_off",
-        MECHANISM_OFF,
-        ("slo_over_naive",),
-        lambda c: replace(c, method="fapes_reactive", arms=("loan_naive", "fapes"), control=False),
-        "FaPES sizing its replicas from the last 5 minutes, like naive lending (cost-aware reclaim kept)",
-    ),
-    Falsifier(
-        "naive_as_fapes",
-        BASELINE_IN_PLACE,
-        ("slo_over_naive",),
-        lambda c: replace(c, method="loan_naive", arms=("loan_naive", "fapes"), control=False),
-        "naive lending run under FaPES's name",
-    ),
-    Falsifier(
-        "fit_off",
-        MECHANISM_OFF,
-        ("model_beats_prior",),
-        lambda c: replace(c, method="fapes_no_fit", arms=("fapes",), control=False),
-        "FaPES discarding its observed steps: every job's model stays at the population prior",
-    ),
-    Falsifier(
-        "prior_as_model",
-        BASELINE_IN_PLACE,
-        ("model_beats_prior",),
-        lambda c: replace(c, method="fapes_no_fit", arms=("fapes",), control=False),
-        "the population prior (what an operator knows before a job runs) under the fitted model's name; "
-        "the same run as fit_off, since a model that never fits is the prior",
+        ("lending_over_pollux", "reclaim_at_slo_target"),
+        lambda c: replace(c, method="fapes_kills", arms=("pollux", "loan_naive", "fapes"), control=False),
+        "FaPES reclaiming by killing the newest jobs instead of checkpointed scale-in (its board kept)",
     ),
 ]

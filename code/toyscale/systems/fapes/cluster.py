@@ -86,6 +86,10 @@ class Config:
     arms: tuple[str, ...] = ARMS  # the policies to simulate (a falsifier runs only those its claims read)
     method: str = "fapes"  # what the 'fapes' arm runs; a falsifier puts a baseline or a crippled FaPES there
     control: bool = True  # also run the controls: the low load, and the burst day
+    validation: bool = True  # also run the elastic baselines on a validation day (to pick the strongest)
+    matched: bool = True  # also run both lending policies at the headroom each picks on a validation day
+    headrooms: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3)  # the headroom grid each lending policy is tuned over
+    slo_target_per_1000: float = 0.1  # the SLO target a lending policy's headroom must meet on validation
 
     def __post_init__(self) -> None:
         if not isinstance(self.cluster, Cluster):
@@ -113,6 +117,8 @@ class Config:
         unknown = [arm for arm in self.arms if arm not in ARMS]
         if unknown or not self.arms:
             raise ValueError(f"arms must be a non-empty subset of {ARMS}, got {self.arms}")
+        if not self.headrooms or any(h < 0 for h in self.headrooms) or self.slo_target_per_1000 < 0:
+            raise ValueError(f"headrooms must be >= 0 and non-empty, slo_target >= 0: {self.headrooms}")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
 
@@ -195,7 +201,11 @@ def noisy_rate(config: Config, minutes: int, gen: np.random.Generator) -> np.nda
     return base * np.exp(log_noise)
 
 
-def streams(seed: int) -> dict[str, np.random.Generator]:
+#: The second entropy word of a seed's validation day (`streams(seed, validation=True)`).
+VALIDATION_KEY = 1
+
+
+def streams(seed: int, *, validation: bool = False) -> dict[str, np.random.Generator]:
     """One generator per stream of a seed: jobs, yesterday's history, requests, the burst, observations.
 
     The streams are independent children of one SeedSequence, so drawing more jobs (a higher
@@ -203,7 +213,8 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
     """
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    children = np.random.SeedSequence(seed).spawn(len(STREAMS))
+    entropy = (seed, VALIDATION_KEY) if validation else seed
+    children = np.random.SeedSequence(entropy).spawn(len(STREAMS))
     return {name: np.random.default_rng(child) for name, child in zip(STREAMS, children, strict=True)}
 
 
@@ -237,17 +248,21 @@ def make_jobs(config: Config, load: float, gen: np.random.Generator) -> tuple[Jo
     return tuple(jobs)
 
 
-def make_trace(config: Config, seed: int, load: float | None = None, *, burst: bool = False) -> Trace:
+def make_trace(
+    config: Config, seed: int, load: float | None = None, *, burst: bool = False, validation: bool = False
+) -> Trace:
     """Draw the jobs, the requests and yesterday's history for one seed (the same for every policy).
 
     With `burst`, the same trace gets a surge the history has never seen: the rate is multiplied by
     `burst_factor` for `burst_min` minutes from a random minute of the first evening (19:00 to
-    midnight), when the most inference GPUs are lent. Everything else is unchanged.
+    midnight), when the most inference GPUs are lent. Everything else is unchanged. With `validation`,
+    another day of the same world: every stream drawn from the seed's validation SeedSequence, so the
+    policies' knobs are picked on it and never on the day they are measured on.
     """
     load = config.load if load is None else load
     if not load > 0:
         raise ValueError(f"load must be > 0, got {load}")
-    gen = streams(seed)
+    gen = streams(seed, validation=validation)
     jobs = make_jobs(config, load, gen["jobs"])
     history = gen["history"].poisson(noisy_rate(config, int(DAY), gen["history"])).astype(float)
     horizon, window = int(config.max_days * DAY), math.ceil(config.window_min)

@@ -28,6 +28,10 @@ LOW_LOAD_ARMS = ("pollux", "fapes")
 BURST_ARMS = ("loan_naive", "fapes")
 #: Minutes after the burst's end that still count as its window (the queue it left drains).
 BURST_TAIL_MIN = 30.0
+#: The elastic baselines the JCT claim picks its strongest from, on the validation day.
+ELASTIC_ARMS = ("optimus", "pollux")
+#: The lending policies compared at a common SLO target, each at the headroom it picks on the validation day.
+MATCHED_ARMS = ("loan_naive", "fapes")
 
 
 def _policy(arm: str, config: Config) -> str:
@@ -53,6 +57,14 @@ def forecast_error(sim: SimResult, trace: Trace, config: Config, span: tuple[flo
     return float(np.mean(np.abs(predicted[keep] - realised) / realised))
 
 
+def lent_gpu_hours(sim: SimResult) -> float:
+    """GPU-hours of lent inference GPUs that training jobs held (the timeline's 'loaned' column, stepwise)."""
+    timeline = sim.timeline
+    if timeline.shape[0] < 2:
+        return 0.0
+    return float(np.sum(timeline[:-1, 2] * np.diff(timeline[:, 0])) / 60.0)
+
+
 def metrics_of(sim: SimResult, trace: Trace, config: Config) -> dict[str, float]:
     """The numbers the claims and tables read, for one policy on one trace."""
     jct = sim.jct if sim.jct.size else np.array([np.nan])
@@ -72,6 +84,8 @@ def metrics_of(sim: SimResult, trace: Trace, config: Config) -> dict[str, float]
         "model_error": sim.model_error,
         "prior_error": sim.prior_error,
         "forecast_error": forecast_error(sim, trace, config),
+        "violations": float(np.sum(latency > config.slo_s)),
+        "lent_gpu_h": lent_gpu_hours(sim),
     }
     if trace.burst is not None:
         lo, hi = trace.burst[0], trace.burst[1] + BURST_TAIL_MIN
@@ -95,14 +109,18 @@ def simulate_arms(arms: Sequence[str], trace: Trace, config: Config, seed: int) 
 
 @dataclass
 class Result:
-    """One seed: every policy at the main load, and the two controls.
+    """One seed: every policy at the main load, the lending policies at a common SLO target, the low-load
+    control and the burst day.
 
     metrics[arm][metric] at the main load (see `metrics_of`: JCT in minutes, per-job goodput as a
     speed-up over the job's requested configuration, cluster throughput in m0-samples per minute
     while jobs are in the system, SLO violations per 1000 requests, latencies in seconds, GPU-hours
-    lost); sims: the full SimResult per arm (timelines for the figures); low[arm]: Pollux-like and
-    FaPES at `control_load`; burst[arm]: naive lending and FaPES on the burst day, with the burst
-    window's own numbers; burst_sims: their SimResults; rate['normal' | 'burst']: the true request
+    lost; each elastic baseline also carries `val_mean_jct_min`, its JCT on the validation day);
+    matched[arm]: naive lending and FaPES on the main trace, each at the headroom it picked on the
+    validation day to meet `slo_target_per_1000` (with `headroom` and `val_slo_per_1000`); sims: the
+    full SimResult per arm (timelines for the figures); low[arm]: Pollux-like and FaPES at
+    `control_load`; burst[arm]: naive lending and FaPES on the burst day, with the burst window's
+    own numbers; burst_sims: their SimResults; rate['normal' | 'burst']: the true request
     rate per minute of the inference window; burst_span: the burst's (start, end) minute.
     """
 
@@ -115,6 +133,7 @@ class Result:
     burst_sims: dict[str, SimResult] = field(default_factory=dict)
     rate: dict[str, np.ndarray] = field(default_factory=dict)
     burst_span: tuple[float, float] | None = None
+    matched: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def run(config: Config | None = None, *, seed: int = 0) -> Result:
@@ -125,6 +144,14 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
     trace = make_trace(config, seed)
     sims = simulate_arms(config.arms, trace, config, seed)
     result = Result(config, seed, {arm: metrics_of(sim, trace, config) for arm, sim in sims.items()}, sims)
+    if config.validation and any(arm in config.arms for arm in ELASTIC_ARMS):
+        val_trace = make_trace(config, seed, validation=True)
+        for arm in ELASTIC_ARMS:
+            if arm in config.arms:
+                sim = simulate(_policy(arm, config) if arm == "fapes" else arm, val_trace, config, seed)
+                result.metrics[arm]["val_mean_jct_min"] = metrics_of(sim, val_trace, config)["mean_jct_min"]
+    if config.matched:
+        result.matched = matched_lending(config, trace, seed)
     window = int(config.window_min)
     result.rate["normal"] = trace.rate_truth[:window]
     if config.control:
@@ -136,6 +163,33 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
         result.burst = {arm: metrics_of(sim, burst_trace, config) for arm, sim in result.burst_sims.items()}
         result.rate["burst"], result.burst_span = burst_trace.rate_truth[:window], burst_trace.burst
     return result
+
+
+def pick_headroom(policy: str, config: Config, seed: int) -> tuple[float, float]:
+    """The smallest headroom of `config.headrooms` whose SLO violations on the validation day meet the target.
+
+    Returns (headroom, its validation violations per 1000); the largest headroom when none meets it.
+    """
+    val_trace = make_trace(config, seed, validation=True)
+    tried = []
+    for h in sorted(config.headrooms):
+        c = replace(config, headroom=h)
+        v = metrics_of(simulate(policy, val_trace, c, seed), val_trace, c)["slo_per_1000"]
+        tried.append((h, v))
+        if v <= config.slo_target_per_1000:
+            return h, v
+    return tried[-1]
+
+
+def matched_lending(config: Config, trace: Trace, seed: int) -> dict[str, dict[str, float]]:
+    """Naive lending and FaPES on `trace`, each at the headroom it picked on the validation day (same SLO target)."""
+    out = {}
+    for arm in MATCHED_ARMS:
+        policy = _policy(arm, config)
+        h, v = pick_headroom(policy, config, seed)
+        c = replace(config, headroom=h)
+        out[arm] = metrics_of(simulate(policy, trace, c, seed), trace, c) | {"headroom": h, "val_slo_per_1000": v}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

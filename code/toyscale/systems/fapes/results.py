@@ -28,41 +28,47 @@ LOAD_POINTS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 #: The std of the log-rate noise of the burstiness boundary (the default is 0.15).
 NOISE_POINTS = (0.0, 0.075, 0.15, 0.3, 0.45)
 #: The tables of a Result that the file keeps, and the arms each holds.
-TABLES = ("metrics", "low", "burst")
-#: The attribution's extra policy: FaPES with its board, reclaiming by kills (what the reclaim rule adds).
+TABLES = ("metrics", "low", "burst", "matched")
+#: The attribution's extra policies: FaPES with its board, reclaiming by kills (what the reclaim rule adds),
+#: and FaPES without its board, sizing replicas from the last minutes (what the board adds).
 KILLS = "fapes_kills"
+REACTIVE = "fapes_reactive"
 
 
 @dataclass
 class Reference:
     """The committed results, unpacked: per-seed Results (numbers only), the two boundaries, and per seed
-    the metrics of FaPES reclaiming by kills at the main load (`KILLS`)."""
+    the metrics of FaPES reclaiming by kills (`KILLS`) and of FaPES with its board off (`REACTIVE`) at the
+    main load."""
 
     results: list[Result]
     load: Boundary
     noise: Boundary
     kills: list[dict[str, float]]
+    reactive: list[dict[str, float]]
 
 
 def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]:
     """Run the default configuration on `seeds` and pack the claims' numbers and both boundaries."""
     config = Config()
     results = [run(config, seed=s) for s in seeds]
-    kills = []
+    extra: dict[str, list[dict[str, float]]] = {"kills": [], "reactive": []}
     for seed in seeds:
         trace = make_trace(config, seed)
-        kills.append(metrics_of(simulate(KILLS, trace, config, seed), trace, config))
-    names = sorted(kills[0])
-    arrays: dict[str, np.ndarray] = {
-        "seeds": np.asarray(seeds, dtype=np.int64),
-        "kills_names": np.array(names),
-        "kills": np.array([[k[n] for n in names] for k in kills], dtype=np.float64),
-    }
+        for key, policy in (("kills", KILLS), ("reactive", REACTIVE)):
+            extra[key].append(metrics_of(simulate(policy, trace, config, seed), trace, config))
+    arrays: dict[str, np.ndarray] = {"seeds": np.asarray(seeds, dtype=np.int64)}
+    for key, rows in extra.items():
+        names = sorted(rows[0])
+        arrays[f"{key}_names"] = np.array(names)
+        arrays[key] = np.array([[k[n] for n in names] for k in rows], dtype=np.float64)
     for table in TABLES:
         first = getattr(results[0], table)
         arms = list(first)
         names = sorted({name for m in first.values() for name in m})
-        grid = np.array([[[getattr(r, table)[a][n] for n in names] for a in arms] for r in results], dtype=np.float64)
+        grid = np.array(
+            [[[getattr(r, table)[a].get(n, np.nan) for n in names] for a in arms] for r in results], dtype=np.float64
+        )
         arrays.update({f"{table}_arms": np.array(arms), f"{table}_names": np.array(names), f"{table}": grid})
     for name, boundary in (
         ("load", load_boundary(config, LOAD_POINTS, seeds)),
@@ -84,18 +90,30 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
             {arm: {name: float(grid[i, j, k]) for k, name in enumerate(names)} for j, arm in enumerate(arms)}
             for i in range(grid.shape[0])
         ]
-    names = [str(n) for n in arrays["kills_names"]]
-    kills = [{n: float(v) for n, v in zip(names, row, strict=True)} for row in arrays["kills"]]
+    extra = {}
+    for key in ("kills", "reactive"):
+        names = [str(n) for n in arrays[f"{key}_names"]]
+        extra[key] = [{n: float(v) for n, v in zip(names, row, strict=True)} for row in arrays[key]]
     results = [
-        Result(config, int(seed), tables["metrics"][i], low=tables["low"][i], burst=tables["burst"][i])
-        for i, seed in enumerate(arrays["seeds"])
+        Result(
+            config,
+            int(seed),
+            {
+                arm: {n: v for n, v in m.items() if not np.isnan(v) or n != "val_mean_jct_min"}
+                for arm, m in metrics.items()
+            },
+            low=tables["low"][i],
+            burst=tables["burst"][i],
+            matched=tables["matched"][i],
+        )
+        for i, (seed, metrics) in enumerate(zip(arrays["seeds"], tables["metrics"], strict=True))
     ]
 
     def boundary(name: str) -> Boundary:
         prefix = f"{name}_"
         return Boundary.from_arrays({k.removeprefix(prefix): v for k, v in arrays.items() if k.startswith(prefix)})
 
-    return Reference(results, boundary("load"), boundary("noise"), kills)
+    return Reference(results, boundary("load"), boundary("noise"), extra["kills"], extra["reactive"])
 
 
 def reference() -> Reference:
