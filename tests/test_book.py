@@ -237,6 +237,13 @@ _WIDE_TABLES = """() => {
       return `table "${name.slice(0, 60)}" is ${Math.round(w)} px wide in a ${Math.round(width)} px column`;
     });
 }"""
+#: A table cell longer than this many words cannot be read across its row; it belongs in the table's notes.
+MAX_CELL_WORDS = 50
+# Table cells too long to read across a row (a claim's full check and its reason are the table's notes).
+_LONG_CELLS = f"""() => [...document.querySelectorAll('article.bd-article td, main td')]
+  .map(td => td.textContent.trim().split(/\\s+/))
+  .filter(words => words.length > {MAX_CELL_WORDS})
+  .map(words => `a table cell of ${{words.length}} words: "${{words.slice(0, 12).join(' ')}} …"`)"""
 # The page scrolls sideways (the text column, or anything in it, is wider than the window).
 _SIDEWAYS = "() => document.documentElement.scrollWidth - window.innerWidth"
 PHONE = {"width": 390, "height": 844}
@@ -319,6 +326,7 @@ def test_page_in_browser(
 
         problems += page.evaluate(_FIGURE_LAYOUT)
         problems += page.evaluate(_WIDE_TABLES)
+        problems += page.evaluate(_LONG_CELLS)
 
         if page.locator(".math").count():
             try:

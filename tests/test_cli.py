@@ -12,8 +12,8 @@ import pytest
 from toyscale import datasets
 from toyscale.chapters import CHAPTERS, UnknownChapter, get
 from toyscale.cli import main
-from toyscale.core.claims import readable
 from toyscale.core.data import load_arrays
+from toyscale.core.report import readable
 from toyscale.datasets import ARTIFACTS, Artifact
 
 

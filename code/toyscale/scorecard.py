@@ -13,6 +13,7 @@ test fails on any of them. Nothing on the page is typed by hand.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,11 +31,11 @@ from .core.claims import (
     STATUS_MEANINGS,
     UNDERTRAINED,
     ClaimOutcome,
-    readable,
     status_of,
     tally,
 )
 from .core.data import atomic_write_bytes
+from .core.report import numbers_line, readable
 from .core.table import Link, Table
 
 LEDGER = Path(__file__).resolve().parents[2] / "book" / "scorecard.json"
@@ -227,22 +228,15 @@ def claims_table(ledger: dict[str, Any], part: str) -> Table:
 
 
 def _numbers(claim: dict[str, Any]) -> str:
-    """Δ mean ± sd and wins of the claim's first check, or what it needs when it is not measured."""
-    if claim["status"] == NOT_MEASURABLE:
-        return f"needs {claim['reason']}"
-    values = claim["values"]
-    if not values:
+    """The first check's numbers (`core.report.numbers_line`), or what the claim needs when it is not measured."""
+    if claim["status"] == NOT_MEASURABLE:  # its first clause; the chapter's note has the whole of it
+        return f"needs {re.split('[:;]', claim['reason'])[0]}"
+    if not claim["values"]:
         return claim["detail"]
-    mean = sum(values) / len(values)
-    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
     first = claim["parts"][0]
-    text = f"{first['name'] or 'value'}: {mean:+.4f} ± {sd:.4f}"
+    text = numbers_line(first["name"], claim["values"], first["margin"], claim["kind"])
     if claim.get("regime"):  # v2 files; older ones have none
         text = f"[{claim['regime']['property']} = {claim['regime']['value']}] {text}"
-    if claim["kind"] in (EFFECT, CONTROL):
-        text += f" (margin {first['margin']:g})"
-        if "Δ" in first["name"]:  # a paired difference: how many seeds favour the method
-            text += f", {sum(v > 0 for v in values)}/{len(values)} seeds positive"
     return text
 
 

@@ -101,6 +101,13 @@ def test_evaluate_runs_each_seed_once_and_builds_the_table() -> None:
     assert table.column("kind") == ["effect", "effect"]
     assert "no online traffic" in str(table) and "<table" in table._repr_html_()
     assert outcomes[1].as_dict()["expected"] is False
+    # the cells stay short: what is measured, the full check and why a claim is not expected are notes
+    row = dict(zip(table.columns, table.rows[1], strict=True))
+    assert "no online traffic" not in " ".join(map(str, row.values()))
+    assert row["the toy's numbers"].startswith("Δ: ") and "margin 0" in row["the toy's numbers"]
+    (term, note) = table.notes[1]
+    assert term == "hopeless" and "Measured: score." in note and "not expected: no online traffic" in note
+    assert '<dl class="toyscale-table-notes"' in table._repr_html_()
 
 
 def test_per_seed_reads_one_metric_per_result_and_names_what_is_missing() -> None:

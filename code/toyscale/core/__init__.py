@@ -17,7 +17,6 @@ from .claims import (
     all_of,
     at_most,
     check_results,
-    claims_table,
     evaluate,
     falsify,
     paired,
@@ -31,6 +30,7 @@ from .claims import (
 from .data import DataError, array_checksum, atomic_write_bytes, load_arrays, save_arrays
 from .devices import device, set_threads
 from .progress import progress
+from .report import claims_table
 from .seeding import BOOK_SEEDS, CALIBRATION_SEED_START, rng, seed_everything
 from .splits import Split, split_units
 from .table import Table, mean_std

@@ -33,7 +33,7 @@ from typing import Any
 from .parallel import Workers
 from .pending import pending
 from .protocol import TWO_SIDED, Alternatives, Band, Regime, budgets_of, undertrained_arms
-from .table import Table, mean_std
+from .table import mean_std
 
 EFFECT, CONTROL, MECHANISM, MODELLED = "effect", "control", "mechanism", "modelled"
 KINDS = (EFFECT, CONTROL, MECHANISM, MODELLED)
@@ -688,41 +688,8 @@ def survivors(outcomes: Sequence[ClaimOutcome]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Tables and the scorecard
+# The scorecard's counts (the tables that show claims are in core.report)
 # ---------------------------------------------------------------------------------------------
-
-
-def claims_table(outcomes: Sequence[ClaimOutcome]) -> Table:
-    """The table every chapter shows: the claim, its kind, the paper's words, the toy's numbers, the status."""
-    rows = []
-    for o in outcomes:
-        why = o.claim.reason or o.claim.needs
-        toy = f"{o.verdict.detail}. Why: {why}" if why and not o.claim.expected else o.verdict.detail
-        if not o.claim.measurable:
-            toy = f"not measured: {o.claim.needs}"
-        if o.undertrained:
-            toy = f"{toy}. Undertrained: {o.undertrained}"
-        regime = f" [regime: {o.claim.regime.label()}]" if o.claim.regime else ""
-        name = readable(o.claim.id)
-        rows.append([name, o.claim.kind, o.claim.statement, f"{o.claim.metric}{regime}: {toy}", o.status])
-        if o.control_loss:
-            rows.append([f"{name} (loss)", o.claim.kind, "", o.control_loss, "loss beyond the band"])
-    seeds = sorted({s for o in outcomes for s in o.seeds})
-    caption = f"Claims checked over seeds {_seed_range(seeds)}. " if seeds else "Claims. "
-    caption += status_legend([o.status for o in outcomes])
-    return Table(["claim", "kind", "the paper says", "the toy measures", "verdict"], rows, caption)
-
-
-def readable(claim_id: str) -> str:
-    """A claim id as a table shows it: 'gauc_over_pointwise' → 'gauc over pointwise'."""
-    return claim_id.replace("_", " ")
-
-
-def _seed_range(seeds: Sequence[int]) -> str:
-    """'0–4' for consecutive seeds, else the list."""
-    if len(seeds) > 2 and list(seeds) == list(range(seeds[0], seeds[-1] + 1)):
-        return f"{seeds[0]}–{seeds[-1]}"
-    return ", ".join(str(s) for s in seeds)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ OFF_PATH = frozenset(
         "toyscale.core.plot",
         "toyscale.core.table",
         "toyscale.core.progress",
+        "toyscale.core.report",
         "toyscale.core.data",
         "toyscale.core.environment",
         "toyscale.core.store",

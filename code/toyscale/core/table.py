@@ -71,11 +71,16 @@ def column_format(values: Sequence[Any]) -> str:
 
 @dataclass
 class Table:
-    """Rows of cells under named columns, with an optional caption."""
+    """Rows of cells under named columns, with an optional caption and notes.
+
+    notes: (term, text) pairs printed under the table, for what is too long for a cell (a claim's
+    full check and why it is not expected): a cell stays short enough to read across a row.
+    """
 
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
     caption: str = ""
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for i, row in enumerate(self.rows):
@@ -106,6 +111,8 @@ class Table:
         lines.append("  ".join(c.ljust(w) for c, w in zip(self.columns, widths, strict=True)))
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+        if self.notes:
+            lines += ["", *(f"{term}: {text}" for term, text in self.notes)]
         return "\n".join(lines)
 
     #: A table with more columns than this, and fewer rows than columns, is shown transposed in HTML.
@@ -136,8 +143,15 @@ class Table:
         return (
             '<div class="toyscale-table-wrap" style="max-width: 100%; overflow-x: auto">'
             f'<table class="toyscale-table" style="font-size: 0.85em">{caption}'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>{self._notes_html()}"
         )
+
+    def _notes_html(self) -> str:
+        """The notes as a definition list under the table (empty without notes)."""
+        if not self.notes:
+            return ""
+        items = "".join(f"<dt>{html.escape(t)}</dt><dd>{html.escape(x)}</dd>" for t, x in self.notes)
+        return f'<dl class="toyscale-table-notes" style="font-size: 0.85em">{items}</dl>'
 
     def column(self, name: str) -> list[Any]:
         """The raw values of one column."""
