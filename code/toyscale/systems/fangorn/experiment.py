@@ -1,13 +1,17 @@
-"""The experiment: five workloads, every plan run for real and replayed, the static plan tuned on validation jobs.
+"""The experiment: five workloads, every plan run for real and replayed, every arm tuned on validation jobs.
 
-The protocol (CLAIMS.md §2–3). A platform that plans before a job runs still gets to tune its
-static policy on past jobs, so the strongest fair static baseline is chosen on *validation* jobs
-(the same five workloads drawn from an independent stream): among the fixed reduce parallelisms of
-the grid (the join branch from the optimizer's estimate, bubbles wherever the post-shuffle stage fits
-the warm pool) and the static optimizer (`graph.optimize`, the plug-ins' own rules fed the
-estimates), the policy with the lowest geometric-mean job time. The claims then read *test* jobs:
-adaptive against that policy, and against the oracle, the per-workload best of every static plan in
-hindsight (the grid, each join branch forced, the optimizer), which no real system can pick.
+The protocol (CLAIMS.md §2–3, v2). The regime is an ad-hoc job: it has not run before, so a plan
+fixed in advance can read the catalog's estimates only. A platform still tunes its static policy on
+past jobs, so each arm is tuned on *validation* jobs (the same five workloads drawn from an
+independent stream) over eight configurations: the static grid over its fixed reduce parallelisms
+(join from the estimate, bubbles wherever the post-shuffle stage fits the warm pool), the static
+optimizer (`graph.optimize`, the plug-ins' rules fed the estimates) over its rows per task, adaptive
+and each ablation over their coalescing target; each keeps the configuration with the lowest
+geometric-mean job time. The claims then read *test* jobs. For a recurring job (`history =
+'recurring'`, a boundary) a history-based optimizer fixes each job's plan from its previous run
+(the validation job: its join branch and its reduce tasks as adaptive ran them). The oracle is the
+per-workload best of every static plan in hindsight (the grid, each join branch forced, the
+optimizer), which no real system can pick.
 """
 
 from __future__ import annotations
