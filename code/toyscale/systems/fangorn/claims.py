@@ -103,8 +103,8 @@ REASONS = {
     "slot_seconds": (
         "adaptive buys job time with slot-seconds: bubble-aware coalescing spreads a small stage over the whole "
         "warm pool, whose gang is held for the bubble's span, and the split hot key runs as batch tasks that each "
-        "hold a slot through the start latency, while the strongest static policy runs its reduce stage as one "
-        "bubble of a few workers"
+        "hold a slot through the start latency; a static policy with few reduce tasks runs them as a bubble of few "
+        "workers, so whether adaptive holds fewer slot-seconds changes from seed to seed"
     ),
     "near_oracle_everywhere": (
         "on the skewed join the oracle is a static plan that broadcasts the whole dimension side in hindsight, "
