@@ -72,7 +72,7 @@ class Config:
     costs: CostModel | None = None  # per-row costs; None: the committed cost model (`committed_costs`)
     method: str = "adaptive"
     history: str = "ad-hoc"
-    threads: int = 2  # the executor's thread pool
+    threads: int = 2  # the executor's thread pool (1: tasks run in turn; the replay is the same either way)
 
     def __post_init__(self) -> None:
         if self.n_rows < 1_000 or self.n_keys < 100 or self.n_keys > self.n_rows:
@@ -122,6 +122,24 @@ class Config:
         return make_workload(
             name, self.n_rows, self.n_keys, seed=seed, split=split, zipf_a=self.zipf_a, estimate=self.estimate
         )
+
+
+class InTurn:
+    """A stand-in for a one-thread pool: `map` runs the tasks in turn, without handing each to a thread."""
+
+    def __enter__(self) -> InTurn:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def map(self, fn, items):
+        return map(fn, items)
+
+
+def executor(threads: int):
+    """The pool a job's tasks run on: `threads` threads, or tasks in turn for one (the replay is the same)."""
+    return InTurn() if threads == 1 else ThreadPoolExecutor(threads)
 
 
 def grid_plans(config: Config, workload, forced: bool) -> list[Plan]:
@@ -287,7 +305,7 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
     knobs = config.knobs()
     records: dict[str, dict[str, Record]] = {}
     recurring = config.history == "recurring"
-    with ThreadPoolExecutor(config.threads) as pool:
+    with executor(config.threads) as pool:
         tuning = tune(config, seed, pool, costs, sim)
         for name in WORKLOADS:
             w, shared = config.workload(name, seed), {}
@@ -375,7 +393,7 @@ def skew_delta(config: Config, seed: int, zipf_a: float) -> float:
     w = c.workload("zipf hot key", seed)
     full, no_split, _, _ = adaptive_plans()
     shared: dict = {}
-    with ThreadPoolExecutor(c.threads) as pool:
+    with executor(c.threads) as pool:
         split = _record(w, full, c.knobs(), pool, costs, sim, shared).job_s
         unsplit = _record(w, no_split, c.knobs(), pool, costs, sim, shared).job_s
     return unsplit - split
@@ -389,7 +407,7 @@ def estimate_delta(config: Config, seed: int, estimate: float) -> float:
     w = c.workload("join, small side", seed)
     full, _, from_estimate, _ = adaptive_plans()
     shared: dict = {}
-    with ThreadPoolExecutor(c.threads) as pool:
+    with executor(c.threads) as pool:
         real = _record(w, full, c.knobs(), pool, costs, sim, shared).job_s
         estimated = _record(w, from_estimate, c.knobs(), pool, costs, sim, shared).job_s
     return estimated - real
