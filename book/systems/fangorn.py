@@ -416,7 +416,7 @@ print(f"correlation of log predicted and log measured task times: {log_corr:.2f}
 # ### Five seeds
 #
 # One seed is an anecdote. The claims are checked on five seeds (0 to 4) of this configuration;
-# those runs and the two boundary sweeps below are committed
+# those runs and the four boundary sweeps below are committed
 # (`data/systems/fangorn_results.npz`, rebuilt by `python -m toyscale data --rebuild
 # fangorn_results`; `python -m toyscale reproduce fangorn` recomputes everything). Loading the
 # file checks its checksum and its fingerprint, the digest of every module on the path that
