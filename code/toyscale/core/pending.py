@@ -19,7 +19,6 @@ RE_AUDIT_PENDING: frozenset[str] = frozenset(
         "victor",
         "combatvla",
         "c4",
-        "fangorn",
     }
 )
 

@@ -6,6 +6,13 @@ optionally joined with a dimension table (int64 `key`, int64 `weight`, int64 `fl
     SELECT key, SUM(value [* weight]), COUNT(*) FROM fact [JOIN dim USING (key) WHERE dim.flag]
     [WHERE value < cut] GROUP BY key
 
+SUM and COUNT are decomposable, so where the aggregate directly follows the map (no join, or a
+join with a broadcast side done inside the map) every plan runs a map-side *combiner*, switched
+off in a map task where it would not at least halve the rows (Hive's default rule,
+`hive.map.aggr.hash.min.reduction` = 0.5). After a shuffle join the aggregate runs in the reduce
+task that joins a key's rows, and no combiner applies (pushing an aggregate below a join, eager
+aggregation, is not a default rewrite of Spark or Hive): this is where the hot key lives.
+
 It runs as stages of tasks on a thread pool (threads share the arrays; no pickling). Every map
 task hashes its rows into `buckets` fine shuffle buckets and reports rows per bucket; the
 plug-ins read those statistics and decide the next stage's physical shape (how many reduce tasks,
@@ -19,7 +26,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 import numpy as np
@@ -73,13 +80,17 @@ def make_workload(
 ) -> Workload:
     """Generate one of WORKLOADS with `n_rows` fact rows over `n_keys` distinct keys.
 
-    uniform: keys uniform. zipf hot key: P(rank r) ∝ r^-a over the keys (a = `zipf_a`; at 1.3 the
-    top key holds about a quarter of the rows), ranks shuffled over key ids. misestimated filter:
-    uniform keys, values uniform in [0, 1000), the filter keeps value < 20 (2 %) where the optimizer
-    assumes `estimate`. join, small side: a dimension of n_keys rows of which 1 % are flagged (the
-    optimizer assumes `estimate`). join, large side: flagged 60 % (assumed `estimate`: about right).
-    `split` names an independent random stream: 'test' jobs (what the claims read) and
-    'validation' jobs (the past jobs a static plan is tuned on).
+    uniform: keys uniform. zipf hot key: a *skewed join*: fact keys with P(rank r) ∝ r^-a (a =
+    `zipf_a`; at 1.3 the top key holds about a quarter of the rows) joined with a dimension of all
+    n_keys keys (the optimizer assumes `estimate` of them), then aggregated: the hot key's rows meet
+    its dimension row only in the reduce task that joins them, so no map-side combiner can shrink
+    them. misestimated filter: uniform keys, values uniform in [0, 1000), the filter keeps value < 20
+    (2 %) where the optimizer assumes `estimate`. join, small side: a dimension of n_keys rows of
+    which 1 % are flagged (the optimizer assumes `estimate`). join, large side: flagged 60 % (assumed
+    `estimate`: about right). `split` names an independent random stream of fact rows: 'test' jobs
+    (what the claims read) and 'validation' jobs (the previous run of the same job, which a static
+    plan is tuned on). The job's structure (its dimension table, which keys are hot) is the same in
+    both: a recurring job reads new fact rows against the same tables.
     """
     if name not in WORKLOADS:
         raise ValueError(f"name must be one of {WORKLOADS}, got {name!r}")
@@ -91,20 +102,21 @@ def make_workload(
         raise ValueError(f"need zipf_a >= 0 and 0 < estimate <= 1, got {zipf_a}, {estimate}")
     stream = [seed, WORKLOADS.index(name)] + ([1] if split == "validation" else [])
     rng = np.random.default_rng(stream)
+    tables = np.random.default_rng([seed, WORKLOADS.index(name), 2])  # the job's structure, shared by both splits
     value = rng.integers(0, 1000, n_rows, dtype=np.int64)
     if name == "zipf hot key":
         p = np.arange(1, n_keys + 1, dtype=float) ** -zipf_a
         ranks = rng.choice(n_keys, size=n_rows, p=p / p.sum())
-        key = rng.permutation(n_keys).astype(np.int64)[ranks]
+        key = tables.permutation(n_keys).astype(np.int64)[ranks]
     else:
         key = rng.integers(0, n_keys, n_rows, dtype=np.int64)
     if name == "misestimated filter":
         return Workload(name, key, value, cut=20, estimated_selectivity=estimate)
-    if name.startswith("join"):
-        share = 0.01 if name == "join, small side" else 0.6
-        dim_key = rng.permutation(n_keys).astype(np.int64)
-        flag = (rng.random(n_keys) < share).astype(np.int64)
-        weight = rng.integers(1, 10, n_keys, dtype=np.int64)
+    if name == "zipf hot key" or name.startswith("join"):
+        share = {"zipf hot key": 1.0, "join, small side": 0.01, "join, large side": 0.6}[name]
+        dim_key = tables.permutation(n_keys).astype(np.int64)
+        flag = (tables.random(n_keys) < share).astype(np.int64)
+        weight = tables.integers(1, 10, n_keys, dtype=np.int64)
         return Workload(name, key, value, None, estimate, dim_key, weight, flag)
     return Workload(name, key, value)
 
@@ -149,24 +161,37 @@ def bucket_of(key: np.ndarray, buckets: int) -> np.ndarray:
 
 @dataclass
 class MapOutput:
-    """One map task's shuffle output: its rows sorted by bucket and where each bucket starts."""
+    """One map task's shuffle output: its rows sorted by bucket, where each bucket starts, and row counts.
+
+    count[i]: the fact rows row i stands for (1 without a combiner; the group's size after one).
+    """
 
     key: np.ndarray
     value: np.ndarray
     offsets: np.ndarray  # offsets[b]:offsets[b + 1] are bucket b's rows
+    count: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.count is None:
+            self.count = np.ones(len(self.key), np.int64)
 
     def rows_per_bucket(self) -> np.ndarray:
         return np.diff(self.offsets)
 
 
-def partition(key: np.ndarray, value: np.ndarray, buckets: int) -> MapOutput:
+#: A map-side combiner stays on only where it keeps at most this share of its rows (Hive's default
+#: `hive.map.aggr.hash.min.reduction`).
+MIN_REDUCTION = 0.5
+
+
+def partition(key: np.ndarray, value: np.ndarray, buckets: int, count: np.ndarray | None = None) -> MapOutput:
     """Hash-partition rows into buckets (sort by bucket id, record the bucket offsets)."""
     b = bucket_of(key, buckets)
     # a stable sort of small integers (uint16) is a radix sort: linear in the rows
     order = np.argsort(b.astype(np.uint16) if buckets <= 65_536 else b, kind="stable")
     offsets = np.zeros(buckets + 1, np.int64)
     np.cumsum(np.bincount(b, minlength=buckets), out=offsets[1:])
-    return MapOutput(key[order], value[order], offsets)
+    return MapOutput(key[order], value[order], offsets, None if count is None else count[order])
 
 
 @dataclass(frozen=True)
@@ -192,29 +217,42 @@ def build(key: np.ndarray, weight: np.ndarray) -> Broadcast:
     return Broadcast(key[order], weight[order])
 
 
-def map_task(key: np.ndarray, value: np.ndarray, cut: int | None, side: tuple | None, buckets: int) -> MapOutput:
-    """Scan a split: filter value < cut, [build and probe the broadcast side], hash-partition."""
+def map_task(
+    key: np.ndarray, value: np.ndarray, cut: int | None, side: tuple | None, buckets: int, combine: bool = False
+) -> MapOutput:
+    """Scan a split: filter value < cut, [build and probe the broadcast side], [combine], hash-partition.
+
+    combine: run the map-side combiner (partial SUM and COUNT per key); it is kept only when it
+    leaves at most MIN_REDUCTION of the rows (`combined` says whether it did).
+    """
     if cut is not None:
         keep = value < cut
         key, value = key[keep], value[keep]
     if side is not None:
         key, value = probe(key, value, build(*side))
+    if combine and len(key):
+        table = aggregate(key, value, np.ones(len(key), np.int64))
+        if len(table) <= MIN_REDUCTION * len(key):
+            return partition(table[:, 0], table[:, 1], buckets, table[:, 2])
     return partition(key, value, buckets)
 
 
-def gather(outputs: list[MapOutput], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of buckets [lo, hi) from the given map outputs."""
+def gather(outputs: list[MapOutput], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of buckets [lo, hi) from the given map outputs: keys, values, and the rows each stands for."""
     keys = [o.key[o.offsets[lo] : o.offsets[hi]] for o in outputs]
     values = [o.value[o.offsets[lo] : o.offsets[hi]] for o in outputs]
-    return np.concatenate(keys), np.concatenate(values)
+    counts = [o.count[o.offsets[lo] : o.offsets[hi]] for o in outputs]
+    return np.concatenate(keys), np.concatenate(values), np.concatenate(counts)
 
 
 def reduce_task(outputs: list[MapOutput], lo: int, hi: int, side: MapOutput | None) -> np.ndarray:
     """Aggregate buckets [lo, hi) of the given map outputs; with a shuffled side, join it first."""
-    key, value = gather(outputs, lo, hi)
+    key, value, count = gather(outputs, lo, hi)
     if side is not None:
-        key, value = probe(key, value, build(*gather([side], lo, hi)))
-    return aggregate(key, value, np.ones(len(key), np.int64))
+        side_key, side_weight, _ = gather([side], lo, hi)
+        key, value = probe(key, value, build(side_key, side_weight))
+        count = np.ones(len(key), np.int64)  # after a shuffle join no combiner ran: one fact row each
+    return aggregate(key, value, count)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,7 +288,11 @@ class Plan:
     parallelism plug-in merges small buckets; split_skew: it also splits hot buckets; adaptive_join:
     the join plug-in picks the branch from the real side size; bubbles: the mode plug-in runs a
     post-shuffle sub-graph that fits the warm pool on warm workers (a static plan knows its task
-    count before it runs, so it may use the same rule).
+    count before it runs, so it may use the same rule); target_factor: the coalescing target (or
+    the optimizer's rows per task) as a multiple of `Knobs.target_rows`, the knob each arm tunes on
+    validation; statistics: 'real', or 'shuffled' (the mechanism off: the plug-ins read the
+    bucket sizes permuted over the buckets and the side size from the estimate); history: a plan
+    fixed before the run from the previous run's statistics, (join branch, reduce tasks).
     """
 
     name: str
@@ -260,6 +302,9 @@ class Plan:
     split_skew: bool = False
     adaptive_join: bool = False
     bubbles: bool = False
+    target_factor: float = 1.0
+    statistics: str = "real"
+    history: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -292,7 +337,7 @@ def choose_join(plan: Plan, w: Workload, real_dim_rows: int | None, knobs: Knobs
     return "broadcast" if rows <= knobs.broadcast_rows else "shuffle"
 
 
-def optimize(w: Workload, knobs: Knobs, name: str = "static optimizer") -> Plan:
+def optimize(w: Workload, knobs: Knobs, name: str = "static optimizer", target_factor: float = 1.0) -> Plan:
     """A static optimizer: the plug-ins' own rules applied before the job runs, to the estimates.
 
     It cannot see the data, so it reads the catalog: the filter keeps the estimated share of the
@@ -300,8 +345,8 @@ def optimize(w: Workload, knobs: Knobs, name: str = "static optimizer") -> Plan:
     key). Join branch: broadcast if the estimated side ≤ broadcast_rows. Reduce parallelism:
     P = round(estimated reduce rows / target_rows), at least 1 (rounded, not ceiled: at the
     defaults every fact row gives exactly the 64 slots), where the reduce reads every fact row after a
-    shuffle join and the estimated matching share after a broadcast join. Bubbles when P fits the
-    warm pool.
+    shuffle join and the estimated matching share after a broadcast join; `target_factor` scales
+    the target (the knob it is tuned on). Bubbles when P fits the warm pool.
     """
     rows = float(len(w.key)) * (w.estimated_selectivity if w.cut is not None else 1.0)
     join = "estimate"
@@ -309,8 +354,8 @@ def optimize(w: Workload, knobs: Knobs, name: str = "static optimizer") -> Plan:
         join = "broadcast" if w.estimated_dim_rows() <= knobs.broadcast_rows else "shuffle"
         if join == "broadcast":
             rows *= w.estimated_selectivity
-    parallelism = int(np.clip(round(rows / knobs.target_rows), 1, knobs.buckets))
-    return Plan(name, parallelism=parallelism, join=join, bubbles=True)
+    parallelism = int(np.clip(round(rows / (knobs.target_rows * target_factor)), 1, knobs.buckets))
+    return Plan(name, parallelism=parallelism, join=join, bubbles=True, target_factor=target_factor)
 
 
 @dataclass(frozen=True)
@@ -328,23 +373,27 @@ def static_ranges(buckets: int, parallelism: int) -> list[ReduceSpec]:
     return [ReduceSpec(int(a), int(b), ()) for a, b in pairwise(edges)]
 
 
-def adapt_parallelism(rows: np.ndarray, per_map: np.ndarray, knobs: Knobs, split: bool) -> list[ReduceSpec]:
+def adapt_parallelism(
+    rows: np.ndarray, per_map: np.ndarray, knobs: Knobs, split: bool, target: int | None = None
+) -> list[ReduceSpec]:
     """The parallelism plug-in: coalesce small buckets, [split hot ones], from real bucket sizes.
 
     rows[b]: rows in bucket b over all maps; per_map[m, b]: rows map m wrote to bucket b.
     Coalescing walks the buckets in order and closes a task once it holds ≥ target_rows.
     A hot bucket (rows > skew_factor · median and > target) is cut into k = ceil(rows / target)
     tasks, each reading a contiguous subset of the map outputs (at most one task per map).
+    `target` overrides knobs.target_rows.
     """
+    target = knobs.target_rows if target is None else target
     specs: list[ReduceSpec] = []
     median = float(np.median(rows)) if len(rows) else 0.0
     start, acc = 0, 0
     for b, r in enumerate(rows):
-        hot = split and r > knobs.skew_factor * max(median, 1.0) and r > knobs.target_rows
+        hot = split and r > knobs.skew_factor * max(median, 1.0) and r > target
         if hot:
             if acc > 0 or b > start:
                 specs.append(ReduceSpec(start, b, ()))
-            k = min(int(np.ceil(r / knobs.target_rows)), per_map.shape[0])
+            k = min(int(np.ceil(r / target)), per_map.shape[0])
             # cut the maps so that each piece holds about r / k rows of this bucket
             cum = np.cumsum(per_map[:, b])
             cuts = np.searchsorted(cum, np.arange(1, k) * r / k, side="right")
@@ -353,12 +402,25 @@ def adapt_parallelism(rows: np.ndarray, per_map: np.ndarray, knobs: Knobs, split
             start, acc = b + 1, 0
             continue
         acc += int(r)
-        if acc >= knobs.target_rows:
+        if acc >= target:
             specs.append(ReduceSpec(start, b + 1, ()))
             start, acc = b + 1, 0
     if start < len(rows):
         specs.append(ReduceSpec(start, len(rows), ()))
     return specs
+
+
+def fit_bubble(specs: list[ReduceSpec], rows: np.ndarray, per_map: np.ndarray, knobs: Knobs) -> list[ReduceSpec]:
+    """Bubble-aware coalescing: spread a post-shuffle stage that would run as a bubble over the warm pool.
+
+    The batch target packs rows into tasks that each pay a start latency; a bubble's warm workers pay
+    none, so when the coalesced stage (no split bucket) has fewer tasks than the warm pool it is
+    coalesced again with target ⌈Σ rows / warm slots⌉, kept if it still fits the pool.
+    """
+    if any(s.maps for s in specs) or len(specs) >= knobs.warm_slots:
+        return specs
+    wide = adapt_parallelism(rows, per_map, knobs, False, max(1, int(np.ceil(rows.sum() / knobs.warm_slots))))
+    return wide if len(wide) <= knobs.warm_slots else specs
 
 
 @dataclass
@@ -371,6 +433,8 @@ class Execution:
     decisions: list[str]
     result: np.ndarray
     wall_s: float
+    branch: str | None = None  # the join branch taken (None without a join)
+    specs: tuple = ()  # the reduce tasks as run (what a history-based optimizer replays)
 
 
 def _run_stage(pool: ThreadPoolExecutor, fns: list) -> tuple[list, list[float]]:
@@ -409,22 +473,31 @@ def execute(w: Workload, plan: Plan, knobs: Knobs, pool: ThreadPoolExecutor, sha
         side_arrays = (w.dim_key[flag], w.dim_weight[flag])
         side_rows = int(flag.sum())
         stages.append(Stage("dim scan", [Task({"map": len(w.dim_key)})]))
-    branch = choose_join(plan, w, side_rows, knobs) if w.is_join else None
-    if w.is_join:
-        source = "real" if plan.adaptive_join and plan.join == "estimate" else "estimated"
+    branch = None
+    if w.is_join and plan.history is not None:
+        branch = plan.history[0]
+        decisions.append(f"join: {branch} (the previous run's side size)")
+    elif w.is_join:
+        stale = plan.statistics != "real"  # the mechanism off: the side size from the estimate
+        branch = choose_join(replace(plan, adaptive_join=plan.adaptive_join and not stale), w, side_rows, knobs)
+        source = "real" if plan.adaptive_join and plan.join == "estimate" and not stale else "estimated"
         rows = side_rows if source == "real" else w.estimated_dim_rows()
         decisions.append(f"join: {branch} ({source} side {rows:,} rows, broadcast ≤ {knobs.broadcast_rows:,})")
     bcast = side_arrays if branch == "broadcast" else None
+    combine = branch != "shuffle"  # the aggregate follows the map: the combiner applies
     if f"maps {branch}" not in shared:
         map_fns = [
-            (lambda a=a, b=b: map_task(w.key[a:b], w.value[a:b], w.cut, bcast, knobs.buckets)) for a, b in bounds
+            (lambda a=a, b=b: map_task(w.key[a:b], w.value[a:b], w.cut, bcast, knobs.buckets, combine))
+            for a, b in bounds
         ]
         outputs, walls = _run_stage(pool, map_fns)
         map_tasks = []
-        for (a, b), wall in zip(bounds, walls, strict=True):
+        for (a, b), wall, out in zip(bounds, walls, outputs, strict=True):
             work = {"map": b - a}
             if bcast is not None:
                 work["build"] = side_rows
+            if len(out.key) < int(out.count.sum()):
+                work["reduce"] = int(out.count.sum())  # the combiner aggregated the rows it kept
             map_tasks.append(Task(work, wall))
         side = None
         if branch == "shuffle":
@@ -441,8 +514,19 @@ def execute(w: Workload, plan: Plan, knobs: Knobs, pool: ThreadPoolExecutor, sha
     per_map = np.stack([o.rows_per_bucket() for o in outputs])
     rows = per_map.sum(axis=0)
     planned = static_ranges(knobs.buckets, plan.parallelism)
-    if plan.coalesce:
-        specs = adapt_parallelism(rows, per_map, knobs, plan.split_skew)
+    if plan.history is not None:
+        specs = list(plan.history[1])
+        if any(m >= len(outputs) for s in specs for m in s.maps):
+            raise ValueError(f"plan {plan.name!r} replays map indices this job does not have ({len(outputs)} maps)")
+        decisions.append(f"parallelism: {len(specs)} reduce tasks, fixed from the previous run's statistics")
+    elif plan.coalesce:
+        seen = per_map
+        if plan.statistics != "real":  # the mechanism off: bucket sizes permuted over the buckets
+            seen = per_map[:, np.random.default_rng(0).permutation(per_map.shape[1])]
+        target = max(1, round(knobs.target_rows * plan.target_factor))
+        specs = adapt_parallelism(seen.sum(axis=0), seen, knobs, plan.split_skew, target)
+        if plan.bubbles:
+            specs = fit_bubble(specs, seen.sum(axis=0), seen, knobs)
         n_split = sum(1 for s in specs if s.maps)
         decisions.append(
             f"parallelism: {len(planned)} planned → {len(specs)} reduce tasks ({n_split} from split hot buckets)"
@@ -486,7 +570,7 @@ def execute(w: Workload, plan: Plan, knobs: Knobs, pool: ThreadPoolExecutor, sha
         shared["reference"] = reference_result(w)
     if not np.array_equal(result, shared["reference"]):
         raise AssertionError(f"plan {plan.name!r} returned a different result on {w.name!r}")
-    return Execution(plan, w.name, stages, decisions, result, time.perf_counter() - t_start)
+    return Execution(plan, w.name, stages, decisions, result, time.perf_counter() - t_start, branch, tuple(specs))
 
 
 def reference_arrays() -> dict[str, np.ndarray]:

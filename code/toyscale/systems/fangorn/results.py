@@ -1,12 +1,13 @@
 """The committed results (`data/systems/fangorn_results.npz`): what the notebook shows without recomputing it.
 
 Five book seeds of the default configuration (the claims table and the attribution table) and the
-two boundary sweeps (CLAIMS.md §7): the hot-key split's cut over the Zipf exponent of the keys, and
-the join plug-in's cut over the side size the optimizer assumes. The replay uses the committed cost
-model, so the same code gives the same numbers on any machine. Rebuild with `python -m toyscale data
---rebuild fangorn_results` (about a minute on one core). The tests and `reproduce` recompute
-everything and never read this file; whether it is current is decided by its fingerprint
-(`toyscale.datasets`), never by a rerun.
+four boundary sweeps (CLAIMS.md §7): the hot-key split's Δ over the Zipf exponent of the keys, the
+join plug-in's Δ over the side size the optimizer assumes, and adaptive's Δ against the strongest
+static policy without and with the job's history (ad-hoc against recurring) and over the assumed
+start latency. The replay uses the committed cost model, so the same code gives the same numbers on
+any machine. Rebuild with `python -m toyscale data --rebuild fangorn_results` (a few minutes on one
+core). The tests and `reproduce` recompute everything and never read this file; whether it is
+current is decided by its fingerprint (`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations
@@ -19,38 +20,68 @@ import numpy as np
 from toyscale.core import BOOK_SEEDS
 from toyscale.core.boundary import Boundary, sweep
 
-from .experiment import ESTIMATE_POINTS, SKEW_POINTS, Config, Result, estimate_delta, run, skew_delta
+from .experiment import (
+    ESTIMATE_POINTS,
+    HISTORY_POINTS,
+    SKEW_POINTS,
+    START_POINTS,
+    Config,
+    Result,
+    estimate_delta,
+    history_delta,
+    run,
+    skew_delta,
+    start_delta,
+)
 
-SKEW_PARAMETER = "Zipf exponent a of the keys"
+SKEW_PARAMETER = "Zipf exponent a of the joined keys"
 ESTIMATE_PARAMETER = "flagged share of the small side the optimizer assumes (real: 0.01)"
+HISTORY_PARAMETER = "the job's history (0: ad-hoc, 1: recurring, the previous run's statistics known)"
+START_PARAMETER = "on-demand start latency of a batch task, s"
+#: The boundaries: name -> (delta(config, seed, point), points, parameter, what Δ is).
+BOUNDARIES = {
+    "skew": (skew_delta, SKEW_POINTS, SKEW_PARAMETER, "Δ skewed-join job time, s (split off − adaptive)"),
+    "estimate": (
+        estimate_delta,
+        ESTIMATE_POINTS,
+        ESTIMATE_PARAMETER,
+        "Δ small-join job time, s (join from estimate − real size)",
+    ),
+    "history": (
+        history_delta,
+        HISTORY_POINTS,
+        HISTORY_PARAMETER,
+        "Δ geomean job time, s (strongest static on validation − adaptive)",
+    ),
+    "start": (
+        start_delta,
+        START_POINTS,
+        START_PARAMETER,
+        "Δ geomean job time, s (strongest static on validation − adaptive)",
+    ),
+}
 
 
 @dataclass
 class Reference:
-    """The committed results, unpacked: per-seed Results (numbers only) and the two boundaries."""
+    """The committed results, unpacked: per-seed Results (numbers only) and the four boundaries."""
 
     results: list[Result]
     skew: Boundary
     estimate: Boundary
+    history: Boundary
+    start: Boundary
 
 
-def skew_boundary(config: Config, points: Sequence[float], seeds: Sequence[int]) -> Boundary:
+def boundary(name: str, config: Config, seeds: Sequence[int], points: Sequence[float] | None = None) -> Boundary:
+    """One of BOUNDARIES swept on `seeds` (at its committed points unless `points` are given)."""
+    delta, default_points, parameter, delta_name = BOUNDARIES[name]
     return sweep(
-        lambda a, seed: skew_delta(config, seed, a),
-        points,
+        lambda p, seed: delta(config, seed, p),
+        default_points if points is None else points,
         seeds,
-        parameter=SKEW_PARAMETER,
-        delta_name="job-time cut on the hot-key job, adaptive vs the oracle",
-    )
-
-
-def estimate_boundary(config: Config, points: Sequence[float], seeds: Sequence[int]) -> Boundary:
-    return sweep(
-        lambda e, seed: estimate_delta(config, seed, e),
-        points,
-        seeds,
-        parameter=ESTIMATE_PARAMETER,
-        delta_name="job-time cut on the small-side join, real size vs estimate",
+        parameter=parameter,
+        delta_name=delta_name,
     )
 
 
@@ -71,11 +102,8 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
         "oracle_plan": np.array([[r.oracle_plan[w] for w in workloads] for r in results]),
         "best_static": np.array([r.best_static for r in results]),
     }
-    for name, boundary in (
-        ("skew", skew_boundary(config, SKEW_POINTS, seeds)),
-        ("estimate", estimate_boundary(config, ESTIMATE_POINTS, seeds)),
-    ):
-        arrays.update({f"{name}_{key}": value for key, value in boundary.as_arrays().items()})
+    for name in BOUNDARIES:
+        arrays.update({f"{name}_{key}": value for key, value in boundary(name, config, seeds).as_arrays().items()})
     return arrays
 
 
@@ -95,11 +123,11 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
         oracle = {w: str(p) for w, p in zip(workloads, arrays["oracle_plan"][i], strict=True)}
         results.append(Result(config, int(seed), metrics, {}, oracle, str(arrays["best_static"][i]), {}, None))
 
-    def boundary(name: str) -> Boundary:
+    def unpack(name: str) -> Boundary:
         prefix = f"{name}_"
         return Boundary.from_arrays({k.removeprefix(prefix): v for k, v in arrays.items() if k.startswith(prefix)})
 
-    return Reference(results, boundary("skew"), boundary("estimate"))
+    return Reference(results, *(unpack(name) for name in BOUNDARIES))
 
 
 def reference() -> Reference:
