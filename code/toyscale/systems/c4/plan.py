@@ -12,7 +12,9 @@ with link capacities (the NIC's line rate is 1); rates are max-min fair (`max_mi
 filling: raise every unfrozen flow's rate together until a link fills, freeze the flows on it,
 repeat), and `simulate` advances from one flow completion to the next. `ecmp_paths` draws one
 path per flow uniformly among the equal-cost shortest paths (a hash seed is a random draw);
-`plan_paths` minimizes the most loaded link's load by local search.
+`plan_paths` plans on a model of that sharing (`modelled_step_times`: max-min rates at the step's
+start), never on the simulation that scores it; `ecmp_search_paths` gives ECMP the same model and
+the same number of evaluated assignments, spent on hash draws.
 """
 
 from __future__ import annotations
@@ -198,12 +200,6 @@ def link_loads(flows: Sequence[Flow], paths: Sequence[tuple[Link, ...]], fabric:
     return loads
 
 
-def _score(loads: dict[Link, float]) -> tuple[float, float]:
-    values = np.array(list(loads.values()) or [0.0])
-    # lexicographic: the most loaded link first, then the spread (sum of squares)
-    return round(float(values.max()), 9), round(float((values**2).sum()), 9)
-
-
 def load_lower_bound(flows: Sequence[Flow], fabric: Fabric) -> float:
     """A lower bound on the max link load of any assignment of whole flows to paths.
 
@@ -241,97 +237,104 @@ def random_paths(flows: Sequence[Flow], fabric: Fabric, seed: int) -> list[tuple
     return ecmp_paths(flows, fabric, seed * 104_729 + 3)
 
 
+def modelled_step_times(
+    flows: Sequence[Flow], paths: Sequence[tuple[Link, ...]], fabric: Fabric, ideal: float
+) -> tuple[float, np.ndarray]:
+    """The planner's model of the fabric: every flow at its max-min fair rate, as if all started together.
+
+    Returns the mean over jobs of the job's step time (its slowest flow's bytes / rate, relative to
+    `ideal`) and every flow's modelled time. It is the fabric's sharing rule (`max_min_rates`) applied
+    once, at the start of the step; it does not replay the flows' completions as `simulate` does.
+    """
+    rates = max_min_rates(paths, fabric)
+    times = np.array([f.size for f in flows]) / rates / ideal
+    jobs = sorted({f.job for f in flows if f.job >= 0})
+    per_job = [max(times[i] for i, f in enumerate(flows) if f.job == j) for j in jobs]
+    return float(np.mean(per_job)), times
+
+
 def plan_paths(
     flows: Sequence[Flow],
     fabric: Fabric,
     *,
     fixed: dict[int, tuple[Link, ...]] | None = None,
-    restarts: int = 20,
+    budget: int = 32,
     seed: int = 0,
 ) -> list[tuple[Link, ...]]:
-    """C4P: choose every job flow's path to minimize the maximum link load (then the sum of squares).
+    """C4P: choose every job flow's path so that the modelled step time under max-min sharing is least.
 
     Flows listed in `fixed` (index → path: the background traffic C4P does not steer) keep their
-    paths and load their links from the start. Greedy placement (each flow on the path whose
-    busiest link is least loaded so far), then local search: move one flow, or swap the paths of
-    two flows, while that lowers (max load, Σ load²); restart from shuffled orders and keep the
-    best. It stops as soon as the max load reaches `load_lower_bound` (1 on a non-blocking fabric).
+    paths. Greedy placement by flow counts (max-min sharing gives every flow on a link an equal
+    share, whatever its demand: each flow goes on the path whose most crowded link, counted in
+    flows per unit capacity, is least crowded), then local search on `modelled_step_times`: move a
+    flow of the slowest modelled job to another path of its group while that lowers the mean
+    modelled step time. At most `budget` complete assignments are evaluated under the model (the
+    same budget ECMP's hash search gets, `ecmp_search_paths`); it stops early at the ideal.
     """
     fixed = dict(fixed or {})
+    if budget < 1:
+        raise ValueError(f"budget must be >= 1, got {budget}")
     groups = [fabric.candidate_paths(f.src, f.dst) for f in flows]
     free = [i for i in range(len(flows)) if i not in fixed]
-    target = max(load_lower_bound(flows, fabric), 1.0) + 1e-9
-    rng = np.random.default_rng(seed)
-    best, best_score = None, (np.inf, np.inf)
-    for attempt in range(max(1, restarts)):
-        order = list(free) if attempt == 0 else [free[k] for k in rng.permutation(len(free))]
-        choice = [0] * len(flows)
-        loads: dict[Link, float] = {}
+    ideal = max(f.size / f.demand for f in flows if f.job >= 0)  # a job flow alone at its share of the line rate
+    counts: dict[Link, int] = {}
 
-        def add(i: int, path: tuple[Link, ...], sign: float, loads: dict[Link, float] = loads) -> None:
-            for link in path:
-                capacity = fabric.capacity(link)
-                if np.isfinite(capacity):
-                    loads[link] = loads.get(link, 0.0) + sign * flows[i].demand / capacity
+    def crowding(path: tuple[Link, ...]) -> tuple[float, float]:
+        finite = [link for link in path if np.isfinite(fabric.capacity(link))]
+        load = [(counts.get(link, 0) + 1) / fabric.capacity(link) for link in finite]
+        return max(load, default=0.0), sum(load)
 
-        for i, path in fixed.items():
-            add(i, path, +1.0)
-        for i in order:
-            # greedy: the path whose busiest link would be least loaded
-            costs = [max((loads.get(link, 0.0) for link in p), default=0.0) for p in groups[i]]
-            choice[i] = int(np.argmin(costs))
-            add(i, groups[i][choice[i]], +1.0)
-        score = _score(loads)
-        improved = True
-        while improved:
-            improved = False
-            for i in free:
-                for k in range(len(groups[i])):
-                    if k == choice[i]:
-                        continue
-                    add(i, groups[i][choice[i]], -1.0)
-                    add(i, groups[i][k], +1.0)
-                    new = _score(loads)
-                    if new < score:
-                        choice[i], score, improved = k, new, True
-                    else:
-                        add(i, groups[i][k], -1.0)
-                        add(i, groups[i][choice[i]], +1.0)
-            if not improved and score[0] > target:
-                # swaps: two flows change paths together (a 2-step Kempe move), only while over the bound
-                improved = _swap(free, groups, choice, add, loads, score)
-                if improved:
-                    score = _score(loads)
+    for path in fixed.values():
+        for link in path:
+            counts[link] = counts.get(link, 0) + 1
+    choice = dict(fixed)
+    order = [free[k] for k in np.random.default_rng(seed).permutation(len(free))]
+    for i in order:
+        choice[i] = min(groups[i], key=crowding)
+        for link in choice[i]:
+            counts[link] = counts.get(link, 0) + 1
+    paths = [choice[i] for i in range(len(flows))]
+    score, times = modelled_step_times(flows, paths, fabric, ideal)
+    used = 1
+    improved = True
+    while improved and used < budget and score > 1.0 + 1e-9:
+        improved = False
+        for i in sorted(free, key=lambda k: -times[k]):
+            for path in groups[i]:
+                if path == paths[i] or used >= budget:
+                    continue
+                trial = [*paths[:i], path, *paths[i + 1 :]]
+                new, new_times = modelled_step_times(flows, trial, fabric, ideal)
+                used += 1
+                if new < score - 1e-12:
+                    paths, score, times, improved = trial, new, new_times, True
+                    break
+            if improved or used >= budget:
+                break
+    return paths
+
+
+def ecmp_search_paths(
+    flows: Sequence[Flow],
+    fabric: Fabric,
+    *,
+    fixed: dict[int, tuple[Link, ...]] | None = None,
+    budget: int = 32,
+    seed: int = 0,
+) -> list[tuple[Link, ...]]:
+    """ECMP with a search: `budget` hash seeds drawn (a practitioner re-rolling source ports or QP numbers),
+    the one whose assignment has the least modelled step time kept (the planner's model and budget)."""
+    fixed = dict(fixed or {})
+    if budget < 1:
+        raise ValueError(f"budget must be >= 1, got {budget}")
+    ideal = max(f.size / f.demand for f in flows if f.job >= 0)
+    best, best_score = None, np.inf
+    for h in range(budget):
+        paths = [fixed.get(i, p) for i, p in enumerate(ecmp_paths(flows, fabric, seed * 1_000_003 + h))]
+        score = modelled_step_times(flows, paths, fabric, ideal)[0]
         if score < best_score:
-            best, best_score = list(choice), score
-        if best_score[0] <= target:
-            break
-    return [fixed[i] if i in fixed else groups[i][k] for i, k in enumerate(best)]
-
-
-def _swap(free, groups, choice, add, loads, score) -> bool:
-    """Try every pair of flows on every pair of paths; apply the first move that lowers the score."""
-    for a, i in enumerate(free):
-        for j in free[a + 1 :]:
-            if len(groups[i]) < 2 or len(groups[j]) < 2:
-                continue
-            for ki in range(len(groups[i])):
-                for kj in range(len(groups[j])):
-                    if ki == choice[i] and kj == choice[j]:
-                        continue
-                    old = (choice[i], choice[j])
-                    add(i, groups[i][old[0]], -1.0)
-                    add(j, groups[j][old[1]], -1.0)
-                    add(i, groups[i][ki], +1.0)
-                    add(j, groups[j][kj], +1.0)
-                    if _score(loads) < score:
-                        choice[i], choice[j] = ki, kj
-                        return True
-                    add(i, groups[i][ki], -1.0)
-                    add(j, groups[j][kj], -1.0)
-                    add(i, groups[i][old[0]], +1.0)
-                    add(j, groups[j][old[1]], +1.0)
-    return False
+            best, best_score = paths, score
+    return best
 
 
 # ---------------------------------------------------------------------------------------------
