@@ -106,7 +106,7 @@ class Config:
         4,
         8,
     )  # queue pairs per connection tried on validation (NCCL_IB_QPS_PER_CONNECTION)
-    search_budget: int = 32  # assignments C4P's planner and ECMP's hash search each evaluate under the sharing model
+    search_budget: int = 256  # assignments C4P's planner and ECMP's hash search each evaluate under the sharing model
     val_placements: int = 3  # job placements per seed on which each arm picks its queue pairs
     test_placements: int = 3  # job placements per seed on which the picked settings are scored
     n_nodes: int = 128  # nodes of the modeled production job (1,024 GPUs at 8 per node)
@@ -239,11 +239,11 @@ def _judge(config: Config, reports: diagnose.Reports, seed: int) -> Diagnosis:
 
 def _c4d_experiment(config: Config, seed: int) -> tuple[list[FaultRecord], dict, dict]:
     records, matrices, timeline = [], {}, {}
-    for faults, control in _sessions(config, seed):
+    for session, (faults, control) in enumerate(_sessions(config, seed)):
         for index, job in enumerate(run_session(config.job, faults, seed=seed)):
             fault = job.fault
             started = time.perf_counter()
-            verdict = _judge(config, job.reports, seed)
+            verdict = _judge(config, job.reports, seed * 1000 + session * 100 + index)
             diagnose_s = time.perf_counter() - started
             base = last_arrival(job.reports, config.thresholds)
             blamed = slowest_collective(job.reports)

@@ -12,8 +12,8 @@ with link capacities (the NIC's line rate is 1); rates are max-min fair (`max_mi
 filling: raise every unfrozen flow's rate together until a link fills, freeze the flows on it,
 repeat), and `simulate` advances from one flow completion to the next. `ecmp_paths` draws one
 path per flow uniformly among the equal-cost shortest paths (a hash seed is a random draw);
-`plan_paths` plans on a model of that sharing (`modelled_step_times`: max-min rates at the step's
-start), never on the simulation that scores it; `ecmp_search_paths` gives ECMP the same model and
+`plan_paths` plans on a model of that sharing (`SharingModel`: each flow at its most crowded
+link's equal share), never on the simulation that scores it; `ecmp_search_paths` gives ECMP the same model and
 the same number of evaluated assignments, spent on hash draws.
 """
 
@@ -237,20 +237,59 @@ def random_paths(flows: Sequence[Flow], fabric: Fabric, seed: int) -> list[tuple
     return ecmp_paths(flows, fabric, seed * 104_729 + 3)
 
 
-def modelled_step_times(
-    flows: Sequence[Flow], paths: Sequence[tuple[Link, ...]], fabric: Fabric, ideal: float
-) -> tuple[float, np.ndarray]:
-    """The planner's model of the fabric: every flow at its max-min fair rate, as if all started together.
+class SharingModel:
+    """The planner's model of the fabric: max-min sharing at each flow's bottleneck.
 
-    Returns the mean over jobs of the job's step time (its slowest flow's bytes / rate, relative to
-    `ideal`) and every flow's modelled time. It is the fabric's sharing rule (`max_min_rates`) applied
-    once, at the start of the step; it does not replay the flows' completions as `simulate` does.
+    Under max-min fairness the flows on a link share it equally, whatever their demands, and a flow
+    is held to its most crowded link's share: rate_f ≈ min over its links l of capacity_l / n_l
+    (n_l: flows on l). That is the first round of progressive filling (`max_min_rates`), exact
+    for the flows on the most crowded links and a lower bound for the rest. A flow's modelled time
+    is its bytes over that rate, a job's the slowest of its flows. `score` is (mean modelled job
+    step time / ideal, Σ_l (n_l / capacity_l)²): lower is better, the second term breaks ties
+    towards spread. It never replays the flows' completions, as `simulate` (which scores) does.
     """
-    rates = max_min_rates(paths, fabric)
-    times = np.array([f.size for f in flows]) / rates / ideal
-    jobs = sorted({f.job for f in flows if f.job >= 0})
-    per_job = [max(times[i] for i, f in enumerate(flows) if f.job == j) for j in jobs]
-    return float(np.mean(per_job)), times
+
+    def __init__(self, flows: Sequence[Flow], fabric: Fabric, fixed: dict[int, tuple[Link, ...]]) -> None:
+        self.flows, self.fabric = list(flows), fabric
+        self.groups = [[fixed[i]] if i in fixed else fabric.candidate_paths(f.src, f.dst) for i, f in enumerate(flows)]
+        links = sorted(
+            {link for g in self.groups for path in g for link in path if np.isfinite(fabric.capacity(link))}, key=str
+        )
+        index = {link: k for k, link in enumerate(links)}
+        dummy = len(links)  # a link no flow loads: pads the shorter paths
+        self.capacity = np.array([fabric.capacity(link) for link in links] + [np.inf])
+        width = max(len(path) for g in self.groups for path in g)
+        self.paths = [
+            [np.array([index[x] for x in path if x in index] + [dummy] * width)[:width] for path in g]
+            for g in self.groups
+        ]
+        self.size = np.array([f.size for f in flows])
+        self.ideal = max(f.size / f.demand for f in flows if f.job >= 0)
+        jobs = sorted({f.job for f in flows if f.job >= 0})
+        self.job_of = np.array([jobs.index(f.job) if f.job >= 0 else -1 for f in flows])
+        self.n_jobs = len(jobs)
+
+    def counts(self, choice: Sequence[int]) -> np.ndarray:
+        counts = np.zeros(len(self.capacity))
+        for i, k in enumerate(choice):
+            np.add.at(counts, self.paths[i][k], 1.0)
+        counts[-1] = 0.0
+        return counts
+
+    def flow_times(self, choice: Sequence[int], counts: np.ndarray) -> np.ndarray:
+        table = np.stack([self.paths[i][k] for i, k in enumerate(choice)])
+        crowding = counts[table] / self.capacity[table]
+        return self.size * crowding.max(axis=1) / self.ideal
+
+    def score(self, choice: Sequence[int], counts: np.ndarray) -> tuple[tuple[float, float], np.ndarray]:
+        times = self.flow_times(choice, counts)
+        steps = np.zeros(self.n_jobs)
+        np.maximum.at(steps, self.job_of[self.job_of >= 0], times[self.job_of >= 0])
+        spread = float(((counts[:-1] / self.capacity[:-1]) ** 2).sum())
+        return (round(float(steps.mean()), 9), round(spread, 9)), times
+
+    def assignment(self, choice: Sequence[int]) -> list[tuple[Link, ...]]:
+        return [self.groups[i][k] for i, k in enumerate(choice)]
 
 
 def plan_paths(
@@ -258,60 +297,65 @@ def plan_paths(
     fabric: Fabric,
     *,
     fixed: dict[int, tuple[Link, ...]] | None = None,
-    budget: int = 32,
+    budget: int = 256,
     seed: int = 0,
 ) -> list[tuple[Link, ...]]:
-    """C4P: choose every job flow's path so that the modelled step time under max-min sharing is least.
+    """C4P: choose every job flow's path so that the `SharingModel`'s step time is least.
 
     Flows listed in `fixed` (index → path: the background traffic C4P does not steer) keep their
-    paths. Greedy placement by flow counts (max-min sharing gives every flow on a link an equal
-    share, whatever its demand: each flow goes on the path whose most crowded link, counted in
-    flows per unit capacity, is least crowded), then local search on `modelled_step_times`: move a
-    flow of the slowest modelled job to another path of its group while that lowers the mean
-    modelled step time. At most `budget` complete assignments are evaluated under the model (the
-    same budget ECMP's hash search gets, `ecmp_search_paths`); it stops early at the ideal.
+    paths. Greedy placement (each flow, in a random order, on the path whose most crowded link,
+    in flows per unit capacity, is least crowded), then local search: move a flow the model holds
+    back to another path of its group while that lowers the model's score; restart from another
+    order while budget remains. At most `budget` complete assignments are scored by the model (the
+    budget ECMP's hash search gets, `ecmp_search_paths`); it stops early at the ideal step time.
     """
-    fixed = dict(fixed or {})
     if budget < 1:
         raise ValueError(f"budget must be >= 1, got {budget}")
-    groups = [fabric.candidate_paths(f.src, f.dst) for f in flows]
-    free = [i for i in range(len(flows)) if i not in fixed]
-    ideal = max(f.size / f.demand for f in flows if f.job >= 0)  # a job flow alone at its share of the line rate
-    counts: dict[Link, int] = {}
-
-    def crowding(path: tuple[Link, ...]) -> tuple[float, float]:
-        finite = [link for link in path if np.isfinite(fabric.capacity(link))]
-        load = [(counts.get(link, 0) + 1) / fabric.capacity(link) for link in finite]
-        return max(load, default=0.0), sum(load)
-
-    for path in fixed.values():
-        for link in path:
-            counts[link] = counts.get(link, 0) + 1
-    choice = dict(fixed)
-    order = [free[k] for k in np.random.default_rng(seed).permutation(len(free))]
-    for i in order:
-        choice[i] = min(groups[i], key=crowding)
-        for link in choice[i]:
-            counts[link] = counts.get(link, 0) + 1
-    paths = [choice[i] for i in range(len(flows))]
-    score, times = modelled_step_times(flows, paths, fabric, ideal)
-    used = 1
-    improved = True
-    while improved and used < budget and score > 1.0 + 1e-9:
-        improved = False
-        for i in sorted(free, key=lambda k: -times[k]):
-            for path in groups[i]:
-                if path == paths[i] or used >= budget:
-                    continue
-                trial = [*paths[:i], path, *paths[i + 1 :]]
-                new, new_times = modelled_step_times(flows, trial, fabric, ideal)
-                used += 1
-                if new < score - 1e-12:
-                    paths, score, times, improved = trial, new, new_times, True
+    model = SharingModel(flows, fabric, dict(fixed or {}))
+    rng = np.random.default_rng(seed)
+    free = [i for i, g in enumerate(model.groups) if len(g) > 1]
+    best, best_score, used = None, None, 0
+    while used < budget:
+        choice = [0] * len(flows)
+        counts = model.counts(choice) * 0.0
+        for i in range(len(flows)):
+            if i not in free:
+                np.add.at(counts, model.paths[i][0], 1.0)
+        for i in [free[k] for k in rng.permutation(len(free))]:
+            crowd = [float(((counts[p] + 1.0) / model.capacity[p]).max()) for p in model.paths[i]]
+            choice[i] = int(np.argmin(crowd))
+            np.add.at(counts, model.paths[i][choice[i]], 1.0)
+        counts[-1] = 0.0
+        score, times = model.score(choice, counts)
+        used += 1
+        improved = True
+        while improved and used < budget and score[0] > 1.0 + 1e-9:
+            improved = False
+            for i in sorted((k for k in free if times[k] > 1.0 + 1e-9), key=lambda k: -times[k]):
+                old = choice[i]
+                for k in range(len(model.paths[i])):
+                    if k == old or used >= budget:
+                        continue
+                    np.add.at(counts, model.paths[i][old], -1.0)
+                    np.add.at(counts, model.paths[i][k], 1.0)
+                    counts[-1] = 0.0
+                    choice[i] = k
+                    new, new_times = model.score(choice, counts)
+                    used += 1
+                    if new < score:
+                        score, times, improved = new, new_times, True
+                        break
+                    np.add.at(counts, model.paths[i][k], -1.0)
+                    np.add.at(counts, model.paths[i][old], 1.0)
+                    counts[-1] = 0.0
+                    choice[i] = old
+                if improved or used >= budget:
                     break
-            if improved or used >= budget:
-                break
-    return paths
+        if best_score is None or score < best_score:
+            best, best_score = list(choice), score
+        if best_score[0] <= 1.0 + 1e-9:
+            break
+    return model.assignment(best)
 
 
 def ecmp_search_paths(
@@ -319,22 +363,23 @@ def ecmp_search_paths(
     fabric: Fabric,
     *,
     fixed: dict[int, tuple[Link, ...]] | None = None,
-    budget: int = 32,
+    budget: int = 256,
     seed: int = 0,
 ) -> list[tuple[Link, ...]]:
     """ECMP with a search: `budget` hash seeds drawn (a practitioner re-rolling source ports or QP numbers),
-    the one whose assignment has the least modelled step time kept (the planner's model and budget)."""
-    fixed = dict(fixed or {})
+    the draw the `SharingModel` scores best kept: the planner's model and budget, spent on hashing."""
     if budget < 1:
         raise ValueError(f"budget must be >= 1, got {budget}")
-    ideal = max(f.size / f.demand for f in flows if f.job >= 0)
-    best, best_score = None, np.inf
+    fixed = dict(fixed or {})
+    model = SharingModel(flows, fabric, fixed)
+    best, best_score = None, None
     for h in range(budget):
-        paths = [fixed.get(i, p) for i, p in enumerate(ecmp_paths(flows, fabric, seed * 1_000_003 + h))]
-        score = modelled_step_times(flows, paths, fabric, ideal)[0]
-        if score < best_score:
-            best, best_score = paths, score
-    return best
+        paths = ecmp_paths(flows, fabric, seed * 1_000_003 + h)
+        choice = [0 if i in fixed else model.groups[i].index(p) for i, p in enumerate(paths)]
+        score = model.score(choice, model.counts(choice))[0]
+        if best_score is None or score < best_score:
+            best, best_score = choice, score
+    return model.assignment(best)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -166,3 +166,19 @@ def reference() -> Reference:
     from toyscale.datasets import ARTIFACTS
 
     return reference_from_arrays(ARTIFACTS["c4_results"].load())
+
+
+def qps_boundary(results: Sequence[Result], points: Sequence[int], against: str = "ecmp") -> Boundary:
+    """C4P's boundary over the queue pairs per connection, every arm held at each count (no tuning): Δ = the
+    alternative's mean step time / ideal on the test placements − C4P's, per count and seed."""
+    deltas = np.array(
+        [[r.qps_sweep[against]["test"][k] - r.qps_sweep["c4p"]["test"][k] for r in results] for k in range(len(points))]
+    )
+    name = "ECMP with its hash search" if against == "ecmp" else "plain ECMP"
+    return Boundary(
+        "queue pairs per connection",
+        tuple(float(p) for p in points),
+        tuple(r.seed for r in results),
+        deltas,
+        f"Δ step time / ideal ({name} − C4P)",
+    )
