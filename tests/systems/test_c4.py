@@ -525,3 +525,9 @@ def test_committed_results_cover_the_book_seeds_and_the_sweep():
     assert [r.seed for r in reference.results] == list(BOOK_SEEDS)
     for detector in results.DETECTORS:
         assert reference.sweep.named[detector].shape[:2] == (len(results.SIZE_POINTS), len(BOOK_SEEDS)), detector
+    grid = c4.Config().qps_grid
+    for against in ("ecmp", "ecmp_hash"):
+        boundary = results.qps_boundary(reference.results, grid, against)
+        assert boundary.points == tuple(float(q) for q in grid) and boundary.seeds == BOOK_SEEDS
+    for r in reference.results:
+        assert all(r.metrics[arm]["qps"] in grid for arm in experiment.HASHING)

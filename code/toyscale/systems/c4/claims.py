@@ -27,17 +27,23 @@ from toyscale.core.protocol import Alternative, Alternatives, Band, Knob, Regime
 
 from .experiment import Config, Result
 
-# Margins from `python -m toyscale calibrate c4 --seeds N --jobs 1` on calibration seeds from 1000, default config,
-# native numerics (calibration/default.json) and ATEN_CPU_CAPABILITY=default (default.aten-default.json).
-# "q05" / "q95": the 5th / 95th percentile of the means over five-seed windows of those seeds.
-LOCALIZE_MARGIN = 0.18  # between C4D's q05 and the scrambled-connections falsifier's q95
-FALSE_ALARM_LIMIT = 0.2  # C4D's false alarms on the healthy episodes (2 in 10 allowed)
+# Margins from `python -m toyscale calibrate c4 --seeds 16 --jobs 1` on calibration seeds 1000–1015 (default config)
+# and `--seeds 12 --fast` on 1000–1011 (the tests' config), native numerics (calibration/default.json, fast.json) and
+# ATEN_CPU_CAPABILITY=default (default.aten-default.json; the fast run under it agreed). "q05" / "q95": the 5th / 95th
+# percentile of the means over five-seed windows of those seeds.
+#: About midway between the scrambled-connections falsifier's q95 (0.14 in every record) and C4D's q05 (0.34 default,
+#: 0.36 fast, both environments): the review's fresh five-seed window (0.28) lay below the old record's q05, so the
+#: margin keeps room on both sides.
+LOCALIZE_MARGIN = 0.24  # share of faults named exactly
+FALSE_ALARM_LIMIT = 0.2  # C4D's false alarms on the healthy episodes (2 in 10 allowed; q95 0 in every record)
 #: The visible-fault check's band: a share of the detection effect's margin, fixed before calibration.
 VISIBLE_BAND = Band(0.5)
-CUT_MARGIN = 0.02  # step time / ideal: between C4P's q05 over tuned ECMP and the load-blind falsifier's q95
-CUT_WINS = 0.6  # the share of seeds C4P must win: its single placements are noisy (see the record's sd)
-DOWNTIME_MARGIN = 0.05  # modelled: Δ downtime (its spread is C4D's misses)
-DOWNTIME_FACTOR = 1.2  # modelled: watchdog / C4D downtime
+#: Step time / ideal. The load-blind falsifier's q95 lies far below zero (−0.30), and C4P's q05 over tuned ECMP only
+#: just above it (0.0028 default, 0.0037 fast): on most placements ECMP's hash search reaches the plan's step time
+#: (the fabric's floor), so C4P wins four of five seeds in too few windows (16 % default, 25 % fast): not expected.
+CUT_MARGIN = 0.002
+DOWNTIME_MARGIN = 0.05  # modelled: Δ downtime window means q05 0.097–0.106 (its spread is C4D's misses)
+DOWNTIME_FACTOR = 1.2  # modelled: watchdog / C4D downtime window means q05 1.48–1.53
 PLAN_TOLERANCE = 1.05  # the plan's ring step time on the 1:1 fabric must stay within 5 % of ideal (by construction)
 HANG_LIMIT_S = 10.0  # a hang must be declared within this many seconds (the stall timeout plus the report delay)
 PAPER_C4D_DOWNTIME = 0.0116  # the paper's downtime with C4D
@@ -97,10 +103,11 @@ REASONS = {
         "fall below its thresholds the modelled cut shrinks below the margin"
     ),
     "c4p_cuts_comm_time": (
-        "with as many queue pairs as the grid allows every arm spreads its connections over more hashed "
-        "sub-flows, and ECMP's hash search on the planner's own model closes most of the gap the plan opens"
+        "given the planner's sharing model and search budget as hash draws, and the same choice of queue pairs, "
+        "ECMP reaches the plan's step time on most placements, where the oversubscribed uplinks and the other "
+        "tenants' flows set a floor both meet; the plan is never worse and gains on the rest, too rarely for a "
+        "paired win on four of five seeds; against plain hashing its cut is large (the boundary shows both)"
     ),
-    "c4d_localizes": "C4D's hit rate on communication faults depends on how many drawn sizes clear its thresholds",
 }
 
 
@@ -215,7 +222,6 @@ CLAIMS = [
             "tuned_step_ratio",
             margin=CUT_MARGIN,
             higher_is_better=False,
-            min_win_fraction=CUT_WINS,
             name="Δ step time / ideal (tuned ECMP − C4P)",
         ),
         regime=FABRIC_REGIME,
