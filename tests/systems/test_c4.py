@@ -5,16 +5,18 @@ seeds from 1000, apart from these); each falsifier reruns the experiment with it
 claims it names must then fail. A slice of the committed results is rerun and compared.
 """
 
+import json
 import math
 import multiprocessing as mp
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
+from toyscale.core import BOOK_SEEDS, EFFECT, MECHANISM_OFF, check_results, falsify, survivors, unmet
 from toyscale.systems import c4
 from toyscale.systems.c4 import diagnose as d
 from toyscale.systems.c4 import experiment, results
@@ -441,11 +443,43 @@ def test_claims_over_the_book_seeds(fast_results):
     assert not unmet(outcomes), unmet(outcomes)
 
 
-@pytest.mark.parametrize("falsifier", c4.FALSIFIERS, ids=lambda x: x.name)
+_EXPECTED_EFFECTS = {c.id for c in c4.CLAIMS if c.kind == EFFECT and c.expected}
+
+
+# a falsifier whose claims the record does not expect (the plan against tuned ECMP) is read from the calibration
+# records below, not rerun here: the method does not pass there, so its failing would prove nothing
+@pytest.mark.parametrize(
+    "falsifier", [x for x in c4.FALSIFIERS if set(x.claims) & _EXPECTED_EFFECTS], ids=lambda x: x.name
+)
 def test_every_expected_effect_fails_under_its_falsifiers(falsifier, fast_results, monkeypatch):
     monkeypatch.setattr(experiment, "run_session", _memo_sessions)
     outcomes = falsify(falsifier, c4.CLAIMS, c4.run, BOOK_SEEDS, c4.Config.fast(), "c4")
-    assert not survivors(outcomes), survivors(outcomes)
+    expected = [o for o in outcomes if o.claim.expected]
+    assert expected and not survivors(expected), survivors(expected)
+
+
+def test_every_effect_has_its_mechanism_off_falsifier():
+    for claim in c4.CLAIMS:
+        if claim.kind == EFFECT:
+            assert len(claim.alternatives.arms) == 1 and claim.regime is not None, claim.id
+            assert MECHANISM_OFF in {x.kind for x in c4.FALSIFIERS if claim.id in x.claims}, claim.id
+
+
+def test_the_records_expect_only_what_every_falsifier_fails():
+    # 16 calibration seeds of the default config in both numerical environments, 12 of the fast one (native)
+    paths = sorted((Path(c4.__file__).parent / "calibration").glob("*.json"))
+    assert {p.name for p in paths} == {"default.json", "default.aten-default.json", "fast.json"}
+    for path in paths:
+        record = json.loads(path.read_text())
+        expected = {c["id"] for c in record["claims"] if c["expected"] and c["kind"] == EFFECT}
+        assert expected == {"c4d_localizes"}, path.name
+        rates = {c["id"]: c["pass_rate"] for c in record["claims"]}
+        assert rates["c4d_localizes"] >= record["target_rate"], path.name
+        assert rates["c4p_cuts_comm_time"] < record["target_rate"], path.name
+        for falsifier in record["falsifiers"]:
+            for claim_id, rate in falsifier["fail_rates"].items():
+                if claim_id in expected:
+                    assert rate >= record["target_rate"], (path.name, falsifier["name"], claim_id, rate)
 
 
 def test_run_is_complete_and_reproducible_where_it_can_be(fast_results):
