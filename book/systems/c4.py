@@ -122,7 +122,7 @@ set_threads(1)  # every rank and the master: one thread each on two shared cores
 # ### The job, its instrumentation and its faults
 #
 # `c4d.run_session` starts four ranks as real processes (fork) that form a gloo process group
-# on 127.0.0.1, and runs several *episodes* of a few iterations, one fault (or none) per
+# on the loopback interface, and runs several *episodes* of a few iterations, one fault (or none) per
 # episode, so that the start is paid once. Each iteration does a little "compute" (a small
 # matmul and a sleep standing for GPU time) and an all-reduce through `InstrumentedComm`, which
 # records enter/exit times and the timing of **every message of the collective itself**, and
@@ -163,9 +163,10 @@ for fault in (
 # fast configuration's two sessions for seed 0, with fault sizes drawn between 20 and 40 ms so
 # that every fault is plainly visible: a healthy episode, one fault of each slow kind, and a
 # non-communication hang in the first session; in the second, the same again with a
-# communication hang, plus one 2 ms fault of each slow kind (the negative control). Every
-# episode is judged by C4D and by the last-arrival baseline. (The measured effect below uses
-# sizes drawn over the whole range, 2 to 40 ms.)
+# communication hang, plus two slow-compute faults at a plainly visible size, where C4D must
+# name what the last-arrival baseline names (it applies the same lateness and hang rules
+# first). Every episode is judged by C4D and by the last-arrival baseline. (The measured effect
+# below uses sizes drawn over the whole range, 2 to 40 ms.)
 
 # %%
 live_config = replace(c4.Config.fast(), parts=("c4d",), fault_sizes_ms=(20.0, 40.0))
@@ -186,7 +187,7 @@ def verdict_rows(result: c4.Result) -> list[list[object]]:
             what = f"{f.kind} {f.rank} → {f.peer}"
         rows.append(
             [
-                what + (" (control)" if rec.control else ""),
+                what + (" (visible)" if rec.control else ""),
                 rec.size_ms,
                 rec.diagnosis.kind,
                 rec.diagnosis.evidence,
@@ -223,9 +224,16 @@ c4.fig_timeline(live).show()
 # %% [markdown]
 # The latency matrices, from the collective's own messages, of the slow-NIC and slow-ingress
 # episodes: a row for the egress, a column for the ingress, about the injected delay above a
-# background of a millisecond or so (the drawn sizes are in the table above).
+# background of {glue:text}`healthy_cell_ms:.1f` ms (the median cell of the healthy episode's
+# matrix; the drawn sizes are in the table above).
 
 # %%
+healthy_matrix = live.matrices["healthy"]
+glue(
+    "healthy_cell_ms",
+    float(np.nanmedian(healthy_matrix[~np.eye(len(healthy_matrix), dtype=bool)])),
+    display=False,
+)
 c4.fig_latency_matrix(live, "slow_nic").show()
 
 # %%
@@ -285,10 +293,22 @@ print("two flows on one uplink:", c4p.max_min_rates(shared, fabric))
 # On this 1:1 fabric with one flow per host, at most four flows leave a leaf that has four
 # uplinks, so a collision-free assignment always exists and the plan finds it: its ideal step
 # time holds *by construction*. Planning is hard where the fabric is not: the chapter's
-# harder fabric has **two spines for four hosts per leaf (2:1 oversubscription)**, **two queue
-# pairs per connection**, each hashed on its own (ECMP's best practice, which already spreads
-# the load), and **four background flows** of other tenants that C4P does not steer but sees.
-# Both arms deliver the same bytes; here is one placement:
+# harder fabric has **two spines for four hosts per leaf (2:1 oversubscription)** and **four
+# background flows** of other tenants that C4P does not steer but sees. Each connection may
+# also be split into several **queue pairs**, each hashed on its own (NCCL's
+# `NCCL_IB_QPS_PER_CONNECTION`): more of them spread a connection's bytes over more paths, the
+# first knob a practitioner turns against collisions, so it is every arm's knob here, picked on
+# validation placements.
+#
+# The planner does not search the simulator that scores it. It plans on a model of the
+# fabric's physics: max-min sharing, every flow on a link getting an equal share whatever its
+# demand (`c4p.modelled_step_times`: the max-min rates at the start of the step). It places the
+# flows greedily by how crowded each path's links are, counted in flows, then moves flows of the
+# slowest modelled job while the model improves, evaluating at most `Config.search_budget`
+# assignments. ECMP gets the same model and the same budget: that many hash draws (a
+# practitioner re-rolling source ports or queue-pair numbers), the best modelled one kept. Both
+# deliver the same bytes; here is one placement at two queue pairs, the chapter's previous
+# setting:
 
 # %%
 hard = c4p.FabricConfig(**c4.VARIANTS[c4.HARD])
@@ -298,6 +318,10 @@ fixed = c4p.background_paths(flows, hard_fabric, seed=0)
 rows = []
 for name, paths in [
     ("ECMP, hash seed 0", c4p.ecmp_paths(flows, hard_fabric, 0)),
+    (
+        "ECMP, best of the budget",
+        c4p.ecmp_search_paths(flows, hard_fabric, fixed=fixed),
+    ),
     ("C4P plan", c4p.plan_paths(flows, hard_fabric, fixed=fixed)),
 ]:
     paths = [fixed.get(i, p) for i, p in enumerate(paths)]
@@ -306,7 +330,7 @@ for name, paths in [
     loads = c4p.link_loads(flows, paths, hard_fabric)
     rows.append([name, max(loads.values()), *steps, sim.delivered.sum()])
     assert sim.max_utilization <= 1 + 1e-9
-assert np.isclose(rows[0][-1], rows[1][-1])
+assert np.isclose(rows[0][-1], rows[2][-1]) and np.isclose(rows[1][-1], rows[2][-1])
 Table(
     ["paths", "max link load", "job 0", "job 1", "job 2", "bytes delivered"],
     rows,
@@ -314,8 +338,8 @@ Table(
 )
 
 # %% [markdown]
-# And the four fabrics, live for seed 0: each box is ECMP's distribution over hash seeds of the
-# ring step time (mean over the jobs, relative to ideal); the diamonds are the plan:
+# And the four fabrics, live for seed 0: each box is plain ECMP's distribution over hash seeds
+# of the ring step time (mean over the jobs, relative to ideal); the diamonds are the plan:
 
 # %%
 fabric_live = c4.run(replace(c4.Config(), parts=("c4p",)), seed=0)
@@ -327,7 +351,10 @@ c4.fig_step_times(fabric_live).show()
 # `c4.run` runs, per seed, the two sessions described above in the default configuration (six
 # iterations per episode), diagnoses each episode with C4D and with the baseline, feeds C4D's
 # measured detection times into the downtime model, and simulates the four fabrics with ECMP
-# over 40 hash seeds and with the plan. Every seed draws new culprits, fault sizes, hang
+# over its hash seeds and with the plan. On the 2:1 fabric it then runs the queue-pair
+# comparison: at each queue-pair count, on validation placements and on held-out test
+# placements, the plan, ECMP with its hash search, and plain ECMP; each arm keeps the count
+# that did best on its validation placements. Every seed draws new culprits, fault sizes, hang
 # iterations, placements and hash seeds. Five seeds of it, and the fault-size sweep below, take
 # longer than a notebook should, so they are committed (`data/systems/c4_results.npz`, rebuilt
 # by `python -m toyscale data --rebuild c4_results`; `python -m toyscale reproduce c4`
@@ -349,8 +376,9 @@ IPython.display.display(
         [
             (f"{arm}: {name}", fabric_live.metrics[arm][name], stored[arm][name])
             for arm, name in [
+                ("c4p", "tuned_step_ratio"),
+                ("ecmp", "tuned_step_ratio"),
                 ("c4p", "hard_step_ratio"),
-                ("ecmp", "hard_step_ratio"),
                 ("c4p", "step_ratio"),
             ]
         ],
@@ -414,8 +442,8 @@ Table(
 #
 # The sweep runs, at each fault size and each of the five seeds, one session with a healthy
 # episode and one fault of each slow kind, the same culprits at every size. Below about the
-# noise of the synchronization points (a millisecond or two on loopback) neither detector has
-# anything to see, and the difference must vanish; the baseline then catches up on slow compute
+# noise of the synchronization points (the healthy background above) neither detector has
+# anything to see, and the difference vanishes; the baseline then catches up on slow compute
 # only, while C4D also names the link, NIC and ingress faults. The false-alarm rate is read on
 # the healthy episodes of the same sessions.
 
@@ -457,6 +485,34 @@ Table(
 boundary.table()
 
 # %% [markdown]
+# ### Where planning lives: the queue pairs per connection
+#
+# C4P's boundary holds every arm at one queue-pair count (no tuning) and reads the held-out
+# placements of the five seeds. Splitting each connection into more hashed queue pairs is
+# ECMP's own remedy for collisions: the more sub-flows, the closer hashing comes to an even
+# spread, and the less room a plan has. The chapter's previous setting, two queue pairs against
+# plain ECMP, is one point of the second curve.
+
+# %%
+qps_grid = results[0].config.qps_grid
+for against, title in (
+    ("ecmp", "C4P against ECMP with its hash search, per queue-pair count"),
+    ("ecmp_hash", "C4P against plain ECMP, per queue-pair count"),
+):
+    qps_bound = committed.qps_boundary(results, qps_grid, against)
+    fig_boundary(qps_bound, title).show()
+    IPython.display.display(qps_bound.table())
+picked = {
+    arm: [int(r.metrics[arm]["qps"]) for r in results]
+    for arm in ("c4p", "ecmp", "ecmp_hash")
+}
+Table(
+    ["arm", *[f"seed {s}" for s in BOOK_SEEDS]],
+    [[arm, *picked[arm]] for arm in picked],
+    caption="Queue pairs per connection each arm picked on its validation placements",
+)
+
+# %% [markdown]
 # ## Does the claim hold?
 #
 # The {doc}`Scorecard <../scorecard>` sets this chapter's verdicts beside every other
@@ -464,14 +520,16 @@ boundary.table()
 #
 # Each claim is checked on the five book seeds. The detection check compares C4D with the
 # last-arrival baseline on the same episodes and passes only when the mean paired difference
-# clears an explicit {term}`margin` *and* C4D wins on at least four of the five seeds, with a low
-# false-alarm rate. The margins were fixed on twelve {term}`calibration seeds` (1000 to 1011; a run of
-# the real job takes tens of seconds on the loaded shared machine, and every seed is rerun
-# under each {term}`falsifier`) that the book never shows, so
-# that at least 95 % of five-seed windows pass with the method and fail under each falsifier:
-# C4D reading its per-connection timings with the rank labels shifted, the baseline run under
-# C4D's name, a plan that reads no loads, and ECMP run under C4P's name (`c4.FALSIFIERS`; the
-# records are in `code/toyscale/systems/c4/calibration/`). Here is the record:
+# clears an explicit {term}`margin`, with a low false-alarm rate. The planning check compares
+# C4P with ECMP, each at the queue pairs it picked on validation placements and ECMP given the
+# planner's search budget, on held-out placements. Both effects are read in a stated
+# {term}`regime` (the claims table names it). The margins were fixed on {term}`calibration seeds`
+# that the book never shows, under the native numerics and a perturbed one, so that five-seed
+# windows pass with the method and fail under each {term}`falsifier`: C4D reading its
+# per-connection timings with the rank labels shifted, and a plan that reads no link at all
+# (`c4.FALSIFIERS`; the records, with their seed counts, are in
+# `code/toyscale/systems/c4/calibration/`). Each effect has one alternative, so its falsifier
+# switches the mechanism off. Here is the record:
 
 # %%
 record_table(load_record(c4))
@@ -492,6 +550,24 @@ downtime = {
     for arm in ("watchdog", "c4d")
 }
 glue("downtime_c4d", downtime["c4d"], display=False)
+floor = float(np.mean([r.metrics["perfect"]["downtime"] for r in results]))
+glue("downtime_floor", floor, display=False)
+glue("paper_downtime", c4.claims.PAPER_C4D_DOWNTIME, display=False)
+cut = {
+    arm: float(np.mean([r.metrics[arm]["tuned_step_ratio"] for r in results]))
+    for arm in ("c4p", "ecmp", "ecmp_hash")
+}
+glue("cut_vs_search", 1 - cut["c4p"] / cut["ecmp"], display=False)
+glue("cut_vs_plain", 1 - cut["c4p"] / cut["ecmp_hash"], display=False)
+glue("paper_cut", c4.claims.PAPER_COMM_CUT, display=False)
+tied = [
+    abs(r.metrics["ecmp"]["tuned_step_ratio"] - r.metrics["c4p"]["tuned_step_ratio"])
+    < 1e-9
+    for r in results
+]
+glue("tied_seeds", f"{sum(tied)} of {len(tied)}", display=False)
+glue("qps_c4p", float(np.median(picked["c4p"])), display=False)
+glue("qps_ecmp", float(np.median(picked["ecmp"])), display=False)
 glue("downtime_share", downtime["c4d"] / downtime["watchdog"], display=False)
 glue("tally", tally(outcomes).line(), display=False)
 claims_table(outcomes)
@@ -506,28 +582,41 @@ claims_table(outcomes)
 #   more of them exactly than the last-arrival baseline does, on the same episodes. The whole
 #   difference is in the communication faults (a slow link, NIC or ingress, and a dead
 #   connection), which per-rank compute time cannot see; on a straggler or a crashed rank the
-#   baseline is as good. Both miss the faults that stay under the thresholds, which sit about
-#   twice above the noise of a healthy episode: the boundary shows detection starting only
-#   once a fault clears them, and the 2 ms control (verdict:
-#   {glue:text}`small_faults_unseen_status`) shows the difference vanishing below.
+#   baseline is as good, and the visible-fault check (by construction) shows that C4D names
+#   exactly what it names there. Both miss the faults that stay under the thresholds, which
+#   sit about twice above the noise of a healthy episode: the boundary shows detection starting
+#   only once a fault clears them, so the size range drawn sets the difference. The ping mesh,
+#   a practitioner's other alternative, is not yet an arm of the claim (exercise 4 runs it).
 # - **A hang is found in seconds** (by construction): the master's stall timeout, plus the
 #   delay after which waiting ranks report whom they wait for, where the watchdog waits half
 #   an hour.
-# - **Downtime falls, in the model**: fed with the detection times C4D measured, including
-#   the faults it missed (which cost the watchdog and the manual search), the modelled downtime
-#   is {glue:text}`downtime_c4d:.1%`, about {glue:text}`downtime_share:.2f` of what the baseline
-#   loses. That number is a model output: it moves with the assumed restart, checkpoint and
-#   fault-size mix, and the measured detection latency of seconds hardly matters beside a
-#   restart of ten minutes.
-# - **About 1 % downtime is not reproduced**: after C4D the restart, the lost checkpoint work
-#   and the missed faults remain. The paper's figure also needs those costs cut, which
-#   detection alone does not do.
+# - **Downtime falls, in the model** (verdict: {glue:text}`downtime_falls_status`): fed with the
+#   detection times C4D measured, including the faults it missed (which cost the watchdog and
+#   the manual search), the modelled downtime is {glue:text}`downtime_c4d:.1%`, about
+#   {glue:text}`downtime_share:.2f` of what the baseline loses. That number is a model output:
+#   it moves with the assumed restart, checkpoint and fault-size mix, and the measured detection
+#   latency of seconds hardly matters beside a restart of ten minutes. The model still charges a
+#   missed slowdown as if it stopped the job; a slowdown's own cost is not modelled yet.
+# - **About 1 % downtime is not reproduced**: a perfect detector, naming every fault at once,
+#   would still lose {glue:text}`downtime_floor:.1%` under the model's restart and checkpoint
+#   costs, against the paper's {glue:text}`paper_downtime:.2%`. The paper's figure needs those
+#   costs cut, which detection alone does not do.
 # - **Planned paths**: on the 1:1 fabric the plan reaches the ideal step time by construction.
-#   On the 2:1 fabric with two queue pairs per connection and background traffic, the plan cuts
-#   the ring step time by {glue:text}`c4p_cuts_comm_time_delta:.1%` against ECMP's mean
-#   (verdict: {glue:text}`c4p_cuts_comm_time_status`), beside the paper's 15 % cut in
-#   communication cost. Here every step is pure communication and the fabric has four leaves,
-#   so the toy's cut is not the paper's number, only the same mechanism.
+#   On the 2:1 fabric with background traffic, each arm at the queue pairs it picked on
+#   validation (median over the seeds: {glue:text}`qps_c4p:.0f` for C4P,
+#   {glue:text}`qps_ecmp:.0f` for ECMP), the plan's mean step time is
+#   {glue:text}`cut_vs_search:.1%` below ECMP with its hash search and
+#   {glue:text}`cut_vs_plain:.1%` below plain ECMP (verdict:
+#   {glue:text}`c4p_cuts_comm_time_status`), beside the paper's {glue:text}`paper_cut:.0%` cut
+#   in communication cost. Against plain hashing the plan's cut is large, and the boundary shows
+#   it shrinking as queue pairs multiply. Against ECMP tuned alike (the same queue-pair choice,
+#   and the planner's model and budget spent on hash draws) it nearly vanishes: on
+#   {glue:text}`tied_seeds` book seeds the two reach the same step time, the floor that the
+#   oversubscribed uplinks and the other tenants' flows set, and the plan gains only on the rest.
+#   What C4P adds in the toy is the search a practitioner could also run by re-rolling hashes;
+#   what the toy cannot test is whether production switches let one re-roll them. Here every step
+#   is pure communication and the fabric has four leaves, so the toy's cut is not the paper's
+#   number, only the same mechanism.
 # - **What the toy cannot show**: faults that are subtle against far less noise (a few percent
 #   slower on a real GPU), RDMA timings, a job of thousands of ranks, and the isolation and
 #   restart machinery.
@@ -626,8 +715,9 @@ Table(
 # On the 1:1 fabric a leaf has as many uplinks as hosts, so at most one flow per uplink is
 # always possible and the bound is 1; the plan reaches it, and only a planner bug could miss
 # it. With two spines a leaf with three or four cross-leaf flows must put two on one uplink:
-# `load_lower_bound` says so before any search, the plan reaches that bound, and ECMP is worse
-# because it also collides where the plan would not have to. Planning cannot create capacity;
+# `load_lower_bound` says so before any search, the plan, which counts the flows on every link,
+# comes to that bound, and ECMP is worse because it also collides where the plan would not have
+# to. Planning cannot create capacity;
 # it only stops hashing from wasting it.
 # ```
 #

@@ -1,20 +1,22 @@
 """C4: the detector on hand-made syndromes, the real job (bounded, reaped), the fabric model, and the claims.
 
 The claims are checked on the book's five seeds of `Config.fast()` (margins were set on calibration
-seeds 1000–1011, apart from these); each falsifier reruns the experiment with its change and the
+seeds from 1000, apart from these); each falsifier reruns the experiment with its change and the
 claims it names must then fail. A slice of the committed results is rerun and compared.
 """
 
+import json
 import math
 import multiprocessing as mp
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
+from toyscale.core import BOOK_SEEDS, EFFECT, MECHANISM_OFF, check_results, falsify, survivors, unmet
 from toyscale.systems import c4
 from toyscale.systems.c4 import diagnose as d
 from toyscale.systems.c4 import experiment, results
@@ -133,8 +135,10 @@ def test_hangs_are_told_apart():
 
 def test_scrambled_connections_still_alarm_but_name_the_wrong_culprit():
     reports = make_reports(slow={(2, 0): 25.0})
-    scrambled = d.diagnose(d.permute_connections(reports, seed=0))
-    assert scrambled.kind == "communication_slow" and not scrambled.matches(d.Fault("slow_link", 2, 0))
+    verdicts = [d.diagnose(d.permute_connections(reports, seed=s)) for s in range(24)]
+    assert all(v.kind == "communication_slow" for v in verdicts)
+    named = sum(v.matches(d.Fault("slow_link", 2, 0)) for v in verdicts)
+    assert 0 < named < len(verdicts) / 2  # right only when the drawn permutation keeps both ends (chance)
 
 
 def test_iterations_to_detection_on_a_prefix():
@@ -308,10 +312,14 @@ def test_plan_reaches_its_bound_where_it_can_and_bytes_are_equal(variant):
         assert all(planned[i] == path for i, path in fixed.items())  # background traffic is not steered
         loads = p.link_loads(flows, planned, fabric)
         bound = p.load_lower_bound(flows, fabric)
-        if not fixed:
+        if not fixed and config.ports_per_nic == 1:
             assert max(loads.values()) <= max(bound, 1.0) + 1e-9  # at the bound (1: no link over capacity)
         ecmp = [fixed.get(i, x) for i, x in enumerate(p.ecmp_paths(flows, fabric, seed))]
-        assert max(loads.values()) <= max(p.link_loads(flows, ecmp, fabric).values()) + 1e-9
+        # on the sharing model it plans on, the plan is no worse than a hash draw
+        model = p.SharingModel(flows, fabric, fixed)
+        choice = {"plan": planned, "ecmp": ecmp}
+        score = {k: model.score(*_choice_counts(model, v))[0] for k, v in choice.items()}
+        assert score["plan"] <= score["ecmp"]
         plan_run = p.simulate(flows, planned, fabric)
         ecmp_run = p.simulate(flows, ecmp, fabric)
         total = sum(f.size for f in flows)
@@ -319,6 +327,54 @@ def test_plan_reaches_its_bound_where_it_can_and_bytes_are_equal(variant):
             assert run.max_utilization <= 1.0 + 1e-9
             assert np.allclose(run.delivered, [f.size for f in flows])
         assert plan_run.delivered.sum() == pytest.approx(ecmp_run.delivered.sum()) == pytest.approx(total)
+
+
+def _choice_counts(model, paths):
+    choice = [model.groups[i].index(path) for i, path in enumerate(paths)]
+    return choice, model.counts(choice)
+
+
+def test_the_planner_models_max_min_sharing_not_demand():
+    # one spine: a background flow and two half-demand sub-flows share an uplink equally, whatever their demands
+    config = p.FabricConfig(n_leaves=2, hosts_per_leaf=2, n_spines=1, n_jobs=1, ranks_per_job=2)
+    fabric = p.Fabric(config)
+    flows = [p.Flow(0, 2, 0, 0.5, 0.5), p.Flow(0, 2, 0, 0.5, 0.5), p.Flow(1, 3, -1, 4.0, 1.0)]
+    paths = [fabric.candidate_paths(f.src, f.dst)[0] for f in flows]
+    model = p.SharingModel(flows, fabric, {})
+    (mean, _), times = model.score(*_choice_counts(model, paths))
+    # the uplink carries three flows: each held to a third of it, the sub-flows' bytes take 1.5 ideal steps
+    assert times[:2] == pytest.approx([1.5, 1.5]) and mean == pytest.approx(1.5)
+    assert p.max_min_rates(paths, fabric) == pytest.approx([1 / 3, 1 / 3, 1 / 3])  # the same share, exactly
+
+
+def test_plan_and_ecmp_search_spend_the_same_budget_on_the_same_model(monkeypatch):
+    hard = p.FabricConfig(**c4.VARIANTS[c4.HARD])
+    fabric = p.Fabric(hard)
+    flows = p.ring_flows(hard, 3)
+    fixed = p.background_paths(flows, fabric, 3)
+    calls = []
+    real = p.SharingModel.score
+    monkeypatch.setattr(p.SharingModel, "score", lambda *a: calls.append(1) or real(*a))
+    for search in (p.plan_paths, p.ecmp_search_paths):
+        calls.clear()
+        paths = search(flows, fabric, fixed=fixed, budget=7, seed=1)
+        assert len(calls) <= 7 and all(paths[i] == path for i, path in fixed.items())
+    assert len(calls) == 7  # ECMP scores every draw of its budget
+    with pytest.raises(ValueError, match="budget"):
+        p.plan_paths(flows, fabric, budget=0)
+
+
+def test_each_arm_picks_its_queue_pairs_on_validation():
+    config = replace(c4.Config.fast(), qps_grid=(1, 8), val_placements=1, test_placements=1, hash_seeds=3)
+    sweep = experiment._qps_sweep(config, seed=7)
+    assert set(sweep) == set(experiment.HASHING) and all(len(sweep[a]["val"]) == 2 for a in sweep)
+    tuned = experiment._hashing_metrics(config, sweep)
+    for arm, metrics in tuned.items():
+        k = config.qps_grid.index(int(metrics["qps"]))
+        assert metrics["val_step_ratio"] == min(sweep[arm]["val"]) == sweep[arm]["val"][k]
+        assert metrics["tuned_step_ratio"] == sweep[arm]["test"][k]
+    seeds = experiment.placement_seeds(c4.Config(), 3)
+    assert not set(seeds["val"]) & set(seeds["test"])
 
 
 def test_ecmp_is_a_deterministic_draw_per_hash_seed():
@@ -387,18 +443,56 @@ def test_claims_over_the_book_seeds(fast_results):
     assert not unmet(outcomes), unmet(outcomes)
 
 
-@pytest.mark.parametrize("falsifier", c4.FALSIFIERS, ids=lambda x: x.name)
+_EXPECTED_EFFECTS = {c.id for c in c4.CLAIMS if c.kind == EFFECT and c.expected}
+
+
+# a falsifier whose claims the record does not expect (the plan against tuned ECMP) is read from the calibration
+# records below, not rerun here: the method does not pass there, so its failing would prove nothing
+@pytest.mark.parametrize(
+    "falsifier", [x for x in c4.FALSIFIERS if set(x.claims) & _EXPECTED_EFFECTS], ids=lambda x: x.name
+)
 def test_every_expected_effect_fails_under_its_falsifiers(falsifier, fast_results, monkeypatch):
     monkeypatch.setattr(experiment, "run_session", _memo_sessions)
     outcomes = falsify(falsifier, c4.CLAIMS, c4.run, BOOK_SEEDS, c4.Config.fast(), "c4")
-    assert not survivors(outcomes), survivors(outcomes)
+    expected = [o for o in outcomes if o.claim.expected]
+    assert expected and not survivors(expected), survivors(expected)
+
+
+def test_every_effect_has_its_mechanism_off_falsifier():
+    for claim in c4.CLAIMS:
+        if claim.kind == EFFECT:
+            assert len(claim.alternatives.arms) == 1 and claim.regime is not None, claim.id
+            assert MECHANISM_OFF in {x.kind for x in c4.FALSIFIERS if claim.id in x.claims}, claim.id
+
+
+def test_the_records_expect_only_what_every_falsifier_fails():
+    # 16 calibration seeds of the default config in both numerical environments, 12 of the fast one (native)
+    paths = sorted((Path(c4.__file__).parent / "calibration").glob("*.json"))
+    assert {p.name for p in paths} == {"default.json", "default.aten-default.json", "fast.json"}
+    for path in paths:
+        record = json.loads(path.read_text())
+        expected = {c["id"] for c in record["claims"] if c["expected"] and c["kind"] == EFFECT}
+        assert expected == {"c4d_localizes"}, path.name
+        rates = {c["id"]: c["pass_rate"] for c in record["claims"]}
+        assert rates["c4d_localizes"] >= record["target_rate"], path.name
+        assert rates["c4p_cuts_comm_time"] < record["target_rate"], path.name
+        for falsifier in record["falsifiers"]:
+            for claim_id, rate in falsifier["fail_rates"].items():
+                if claim_id in expected:
+                    assert rate >= record["target_rate"], (path.name, falsifier["name"], claim_id, rate)
 
 
 def test_run_is_complete_and_reproducible_where_it_can_be(fast_results):
     result = fast_results[0]
-    assert set(result.metrics) == {"c4d", "last_arrival", "slowest_collective", "watchdog", "ecmp", "c4p"}
+    arms = {"c4d", "last_arrival", "slowest_collective", "watchdog", "perfect", "ecmp", "ecmp_hash", "c4p"}
+    assert set(result.metrics) == arms
     kinds = [r.fault.kind if r.fault else None for r in result.records]
-    assert kinds.count(None) == 2 and all(kinds.count(k) == 3 for k in d.SLOW_KINDS)  # two drawn, one control
+    assert kinds.count(None) == 2 and all(kinds.count(k) == 2 for k in d.SLOW_KINDS[1:])  # two drawn
+    assert kinds.count("slow_compute") == 4  # two drawn, two visible ones for the check that both detectors agree
+    assert d.SLOW_KINDS[0] == "slow_compute"
+    visible = [r for r in result.records if r.control]
+    assert all(r.size_ms == result.config.control_size_ms and r.c4d_correct == r.baseline_correct for r in visible)
+    assert result.metrics["perfect"]["downtime"] < result.metrics["c4d"]["downtime"]
     assert kinds[-1] == "comm_hang" and "hang" in kinds
     assert set(result.matrices) == {"healthy", "slow_link", "slow_nic", "slow_ingress"}
     sizes = [r.size_ms for r in result.records if r.fault and r.fault.kind in d.SLOW_KINDS and not r.control]
@@ -407,6 +501,7 @@ def test_run_is_complete_and_reproducible_where_it_can_be(fast_results):
     # timings are measured, so they vary; the faults drawn and the fabric numbers do not
     assert [r.fault for r in result.records] == [f for fs, _ in experiment._sessions(result.config, 0) for f in fs]
     assert experiment._c4p_experiment(result.config, 0)[0] == result.step_ratios
+    assert experiment._qps_sweep(result.config, 0) == result.qps_sweep
     # the diagnoses are functions of the reports alone
     for record in result.records:
         assert d.diagnose(record.reports, result.config.thresholds) == record.diagnosis
@@ -464,3 +559,9 @@ def test_committed_results_cover_the_book_seeds_and_the_sweep():
     assert [r.seed for r in reference.results] == list(BOOK_SEEDS)
     for detector in results.DETECTORS:
         assert reference.sweep.named[detector].shape[:2] == (len(results.SIZE_POINTS), len(BOOK_SEEDS)), detector
+    grid = c4.Config().qps_grid
+    for against in ("ecmp", "ecmp_hash"):
+        boundary = results.qps_boundary(reference.results, grid, against)
+        assert boundary.points == tuple(float(q) for q in grid) and boundary.seeds == BOOK_SEEDS
+    for r in reference.results:
+        assert all(r.metrics[arm]["qps"] in grid for arm in experiment.HASHING)

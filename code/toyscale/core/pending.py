@@ -18,7 +18,6 @@ RE_AUDIT_PENDING: frozenset[str] = frozenset(
         "badiff",
         "victor",
         "combatvla",
-        "c4",
     }
 )
 

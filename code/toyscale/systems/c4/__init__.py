@@ -36,15 +36,17 @@ without per-connection timings (the last rank to arrive, by the same threshold);
 of effective training time fed with the detection times C4D measured; and a flow-level leaf-spine
 fabric with max-min fair rates, where ECMP (a distribution over hash seeds) meets a planned
 assignment, on a non-blocking fabric, with bonded NICs, with a failed link, and on a 2:1
-oversubscribed fabric with two queue pairs per connection and background flows.
+oversubscribed fabric with background flows, where the plan (on a model of max-min sharing) and
+ECMP (with a hash search at the planner's budget) each pick their queue pairs per connection on
+validation placements.
 
 **What the toy finds.** The claims table says which claims hold, with the numbers. In short: C4D
 names communication faults that the last-arrival baseline cannot, and both miss faults smaller
 than the synchronization points' noise (the boundary over the fault size shows where detection
 starts); the downtime claims are a model whose output follows its assumed restart and checkpoint
 costs, and the paper's 1 % is not reached; the plan's ideal step time on the 1:1 fabric holds by
-construction, and on the hard fabric the plan's cut in communication time is measured beside the
-paper's 15 %.
+construction, and on the hard fabric the plan's cut against tuned ECMP is measured beside the
+paper's 15 %, with its boundary over the queue pairs per connection.
 
 **What it drops.** GPUs, NCCL/ACCL and RDMA: "compute" is a sleep with a little matmul, links are
 loopback TCP, and faults are delays of milliseconds on a shared two-core machine (real faults are

@@ -1,77 +1,142 @@
 """C4's claims, their margins (set on calibration seeds), and the falsifiers under which they must fail.
 
-The detection claim compares C4D with the strongest detector a practitioner has without
+Re-audit v2 (issue 50). The detection claim compares C4D with the detector a practitioner has without
 per-connection timings: per-rank compute time, i.e. the last rank to arrive at the synchronization
-point, by the same threshold (the review of 2026-12-01 found the old slowest-collective baseline
-could never win). The fault sizes are drawn over 2–40 ms, so the detection rate is measured, not
-saturated by a convenient fault. The downtime claims are a renewal model fed with C4D's measured
-detection times: `modelled`. The planning effect is read on a fabric where planning is hard
-(2:1 oversubscribed, two queue pairs per connection, background flows); on the 1:1 fabric the
-plan's ideal step time holds by construction.
+point, by the same threshold. On the faults that detector sees by the very rule C4D applies first
+(visible slow compute, a rank's hang) C4D − last arrival vanishes by design: a mechanism, since the two
+apply the same rules there and the difference cannot move (no control of the detection effect can fail
+without one). Every
+detector in the table is scored by one criterion (kind and culprits named exactly). The planning
+effect is read on a 2:1 oversubscribed fabric with background flows: C4P plans on a model of how
+flows share links (max-min rates), ECMP gets the same model and the same number of evaluated
+assignments spent on hash draws, and both pick their queue pairs per connection on validation
+placements. The downtime claims are a renewal model fed with C4D's measured detection times: `modelled`.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from toyscale.core import BASELINE_IN_PLACE, MECHANISM_OFF, Claim, Falsifier, Verdict, all_of, at_most, paired, vanishes
-from toyscale.core.claims import per_seed, within
+from toyscale.core import MECHANISM_OFF, Falsifier, Verdict, all_of, at_most, paired
+from toyscale.core.builders import RecordClaims, paired_check, values
+from toyscale.core.calibration import load_record
+from toyscale.core.claims import within
+from toyscale.core.protocol import Alternative, Alternatives, Band, Knob, Regime
 
-from .experiment import Result
+from .experiment import Config, Result
 
-# Margins and win rules from `python -m toyscale calibrate c4 --seeds 12` on calibration seeds 1000–1011 (twelve:
-# one default run of the real job took 8–25 s on the loaded shared two-core machine, and every seed is rerun under
-# two falsifiers; each margin sits far from both ends of its gap), default config and --fast (the
-# records: calibration/default.json and fast.json beside this module). "q05" / "q95": the 5th / 95th percentile of
-# the means over five-seed windows of those seeds. Each margin sits about halfway between the falsifiers' q95 and
-# the method's q05; every paired check wins on 4 of 5 seeds.
-LOCALIZE_MARGIN = 0.18  # method q05 0.36 (default) / 0.36 (fast) > 0.18 > both falsifiers' q95 0.0 / 0.0
-FALSE_ALARM_LIMIT = 0.2  # C4D's false alarms on the healthy episodes: window means q95 0.0 / 0.0 (2 in 10 allowed)
-CONTROL_BAND = 0.1  # the 2 ms control's window means: q05–q95 [0, 0] on both; at the drawn sizes the effect's
-# window means lie far above it (q05 0.36 / 0.36)
-CUT_MARGIN = 0.06  # method q05 0.109 / 0.110 > 0.06 > plan_reads_no_loads q95 0.016 / 0.023, ecmp_as_c4p 0.006 / 0.011
-DOWNTIME_MARGIN = 0.05  # modelled: Δ downtime window means q05 0.106 / 0.104 (its spread is C4D's misses)
-DOWNTIME_FACTOR = 1.2  # modelled: watchdog / C4D downtime window means q05 1.54 / 1.51
-# downtime_about_one_percent passes no window on either config (C4D's modelled downtime q05 0.174 / 0.176):
-# expected=False.
+# Margins from `python -m toyscale calibrate c4 --seeds 16 --jobs 1` on calibration seeds 1000–1015 (default config)
+# and `--seeds 12 --fast` on 1000–1011 (the tests' config), native numerics (calibration/default.json, fast.json) and
+# ATEN_CPU_CAPABILITY=default (default.aten-default.json; the fast run under it agreed). "q05" / "q95": the 5th / 95th
+# percentile of the means over five-seed windows of those seeds.
+#: About midway between the scrambled-connections falsifier's q95 (0.14 in every record) and C4D's q05 (0.34 default,
+#: 0.36 fast, both environments): the review's fresh five-seed window (0.28) lay below the old record's q05, so the
+#: margin keeps room on both sides.
+LOCALIZE_MARGIN = 0.24  # share of faults named exactly
+FALSE_ALARM_LIMIT = 0.2  # C4D's false alarms on the healthy episodes (2 in 10 allowed; q95 0 in every record)
+#: The visible-fault check's band: a share of the detection effect's margin, fixed before calibration.
+VISIBLE_BAND = Band(0.5)
+#: Step time / ideal. The load-blind falsifier's q95 lies far below zero (−0.30), and C4P's q05 over tuned ECMP only
+#: just above it (0.0028 default, 0.0037 fast): on most placements ECMP's hash search reaches the plan's step time
+#: (the fabric's floor), so C4P wins four of five seeds in too few windows (16 % default, 25 % fast): not expected.
+CUT_MARGIN = 0.002
+DOWNTIME_MARGIN = 0.05  # modelled: Δ downtime window means q05 0.097–0.106 (its spread is C4D's misses)
+DOWNTIME_FACTOR = 1.2  # modelled: watchdog / C4D downtime window means q05 1.48–1.53
 PLAN_TOLERANCE = 1.05  # the plan's ring step time on the 1:1 fabric must stay within 5 % of ideal (by construction)
 HANG_LIMIT_S = 10.0  # a hang must be declared within this many seconds (the stall timeout plus the report delay)
 PAPER_C4D_DOWNTIME = 0.0116  # the paper's downtime with C4D
 PAPER_COMM_CUT = 0.15  # the paper's cut in communication cost
 
+_config = Config()
+#: The regimes (CLAIMS.md §7, v2), fixed in code before this calibration.
+FAULT_REGIME = Regime(
+    "share of communication faults (links, NICs, connections) among the faulty episodes",
+    0.7,
+    "the paper's premise that many slowdowns and hangs sit in the network, where per-rank timings cannot see "
+    "them; the chapter's episode mix (7 of 10), fixed before this re-audit",
+)
+FABRIC_REGIME = Regime(
+    "leaf oversubscription (hosts per leaf : spines), background flows present",
+    _config.fabric.hosts_per_leaf / 2,
+    "the paper's premise that ECMP's hashing collides on shared uplinks of a busy multi-tenant fabric; "
+    "the chapter's hard fabric (2:1, other tenants' flows), fixed before this re-audit",
+)
 
-def _zeros(results: Sequence[Result]) -> list[float]:
-    return [0.0] * len(results)
+#: The detection claim's one alternative.
+LAST_ARRIVAL = Alternatives(
+    arms=(Alternative("last_arrival"),),
+    pick_by="accuracy",
+    method_grid=1,
+    only_one=(
+        "without per-connection timings a practitioner reads per-rank times, i.e. who arrives last at the "
+        "synchronization point; the all-pairs ping mesh after an alarm is the other alternative, not yet an arm "
+        "(JobConfig.ping_mesh is an exercise), so the claim credits C4D against per-rank timing only"
+    ),
+)
+#: The planning claim's one alternative: ECMP, its queue pairs tuned on validation like C4P's, and given the
+#: planner's search budget as hash draws scored by the planner's own sharing model.
+_QPS = "queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION)"
+ECMP = Alternatives(
+    arms=(Alternative("ecmp", (Knob(_QPS, _config.qps_grid, "library docs"),)),),
+    pick_by="val_step_ratio",
+    higher_is_better=False,
+    method_grid=len(_config.qps_grid),
+    only_one=(
+        "ECMP is the fabric's path selection; tuned, it has its queue pairs and its hash draws, both given here "
+        "at C4P's budget; plain ECMP (the mean over hash seeds) is the same alternative with one draw, printed "
+        "beside it"
+    ),
+)
+
+NO_BUDGETS = "a simulator and a real job: nothing is trained, so no arm can stop at a budget before it peaks"
+
+REASONS = {
+    "downtime_about_one_percent": (
+        "the model keeps the restart and the work lost since the last checkpoint, which fast detection does "
+        "not remove: a perfect detector's floor (printed beside) already lies above the paper's figure, which "
+        "needs faster restarts and checkpoints as well"
+    ),
+    "downtime_falls": (
+        "a fault C4D misses is charged the watchdog and the manual search, so on seeds where small slow faults "
+        "fall below its thresholds the modelled cut shrinks below the margin"
+    ),
+    "c4p_cuts_comm_time": (
+        "given the planner's sharing model and search budget as hash draws, and the same choice of queue pairs, "
+        "ECMP reaches the plan's step time on most placements, where the oversubscribed uplinks and the other "
+        "tenants' flows set a floor both meet; the plan is never worse and gains on the rest, too rarely for a "
+        "paired win on four of five seeds; against plain hashing its cut is large (the boundary shows both)"
+    ),
+}
 
 
 def _check_localize(results: Sequence[Result]) -> Verdict:
     return all_of(
-        paired(
-            per_seed(results, "c4d", "accuracy"),
-            per_seed(results, "last_arrival", "accuracy"),
-            margin=LOCALIZE_MARGIN,
-            name="faults named exactly, C4D − last arrival",
-        ),
-        at_most(per_seed(results, "c4d", "false_alarm"), FALSE_ALARM_LIMIT, name="C4D false-alarm rate"),
+        paired_check(
+            "c4d", LAST_ARRIVAL, "accuracy", margin=LOCALIZE_MARGIN, name="faults named exactly, C4D − last arrival"
+        )(results),
+        at_most(values(results, "c4d", "false_alarm"), FALSE_ALARM_LIMIT, name="C4D false-alarm rate"),
     )
 
 
-def _check_control(results: Sequence[Result]) -> Verdict:
-    return vanishes(
-        per_seed(results, "c4d", "control_named"),
-        per_seed(results, "last_arrival", "control_named"),
-        band=CONTROL_BAND,
-        name="faults named at the control size, C4D − last arrival",
-    )
+def _check_visible(results: Sequence[Result]) -> Verdict:
+    delta = [
+        c - b
+        for c, b in zip(
+            values(results, "c4d", "control_named"), values(results, "last_arrival", "control_named"), strict=True
+        )
+    ]
+    width = VISIBLE_BAND.width(LOCALIZE_MARGIN)
+    return within(delta, -width, width, name="faults named on the visible faults, C4D − last arrival")
 
 
 def _check_hang(results: Sequence[Result]) -> Verdict:
-    return within(per_seed(results, "c4d", "detection_latency_s"), 0.0, HANG_LIMIT_S, name="hang detection (s)")
+    return within(values(results, "c4d", "detection_latency_s"), 0.0, HANG_LIMIT_S, name="hang detection (s)")
 
 
 def _check_downtime(results: Sequence[Result]) -> Verdict:
-    watchdog, c4d = per_seed(results, "watchdog", "downtime"), per_seed(results, "c4d", "downtime")
+    watchdog, c4d = values(results, "watchdog", "downtime"), values(results, "c4d", "downtime")
     return all_of(
         paired(c4d, watchdog, margin=DOWNTIME_MARGIN, higher_is_better=False, name="Δ downtime (watchdog − C4D)"),
         within(
@@ -84,106 +149,88 @@ def _check_downtime(results: Sequence[Result]) -> Verdict:
 
 
 def _check_downtime_one_percent(results: Sequence[Result]) -> Verdict:
-    return within(per_seed(results, "c4d", "downtime"), 0.0, 2 * PAPER_C4D_DOWNTIME, name="C4D downtime")
+    return within(values(results, "c4d", "downtime"), 0.0, 2 * PAPER_C4D_DOWNTIME, name="C4D downtime")
 
 
 def _check_plan(results: Sequence[Result]) -> Verdict:
     return all_of(
-        within(per_seed(results, "c4p", "step_ratio"), 1.0, PLAN_TOLERANCE, name="planned step time / ideal, 1:1"),
-        within(per_seed(results, "c4p", "max_planned_load"), 0.0, 1.0, name="planned max link load, 1:1"),
+        within(values(results, "c4p", "step_ratio"), 1.0, PLAN_TOLERANCE, name="planned step time / ideal, 1:1"),
+        within(values(results, "c4p", "max_planned_load"), 0.0, 1.0, name="planned max link load, 1:1"),
     )
 
 
-def _check_cut(results: Sequence[Result]) -> Verdict:
-    return paired(
-        per_seed(results, "c4p", "hard_cut"),
-        _zeros(results),
-        margin=CUT_MARGIN,
-        name="cut in ring step time vs ECMP's mean, 2:1 fabric with background",
-    )
-
+_claims = RecordClaims(load_record(sys.modules[__package__]), REASONS)
 
 CLAIMS = [
-    Claim(
-        id="c4d_localizes",
-        kind="effect",
-        statement=(
-            "Comparing ranks at each synchronization point, C4D tells communication from non-communication "
-            "hangs and slowness and localizes the faulty rank, NIC or link."
-        ),
-        metric=(
-            "share of faults named exactly (kind and rank, NIC side or link) on the real 4-rank job: per seed two "
-            "episodes of each slow kind (compute, link, NIC egress, ingress) with sizes drawn over 2–40 ms, a "
-            "non-communication and a communication hang; vs the last-arrival baseline (per-rank compute time, "
-            "the same threshold), paired by seed; C4D's false-alarm rate on the healthy episodes stays low"
-        ),
-        check=_check_localize,
+    _claims.effect(
+        "c4d_localizes",
+        "Comparing ranks at each synchronization point, C4D tells communication from non-communication "
+        "hangs and slowness and localizes the faulty rank, NIC or link.",
+        "share of faults named exactly (kind and rank, NIC side or link) on the real 4-rank job: per seed two "
+        "episodes of each slow kind (compute, link, NIC egress, ingress) with sizes drawn over 2–40 ms, a "
+        "non-communication and a communication hang; vs the last-arrival baseline (per-rank compute time, "
+        "the same threshold), paired by seed; C4D's false-alarm rate on the healthy episodes stays low",
+        _check_localize,
+        regime=FAULT_REGIME,
+        alternatives=LAST_ARRIVAL,
+        arms=("c4d", "last_arrival"),
     ),
-    Claim(
-        id="small_faults_unseen",
-        kind="control",
-        statement=(
-            "(negative control) A fault smaller than the noise of the synchronization points gives neither "
-            "detector anything to see."
-        ),
-        metric="share of faults named at the control size (one per slow kind, 2 ms), C4D − last arrival",
-        check=_check_control,
-        saturated=(
-            "below both detectors' thresholds neither names a 2 ms fault on any seed, so both shares sit at zero"
-        ),
+    _claims.mechanism(
+        "visible_faults_agree",
+        "Where a fault shows in per-rank timing (a visible straggler, a rank that hangs), C4D's connection "
+        "timings add nothing: it names what the last-arrival baseline names.",
+        "share of faults named exactly on two slow-compute faults at a visible size and the non-communication "
+        "hang, C4D − last arrival, within half the detection margin (C4D applies the baseline's lateness and hang "
+        "rules before its own, so the two agree here by design: a check of that order, not a control)",
+        _check_visible,
     ),
-    Claim(
-        id="hang_found_in_seconds",
-        kind="mechanism",
-        statement="C4D notices a hang in seconds, where the collective's watchdog waits for its timeout.",
-        metric="seconds from a hang's onset to the master's verdict (the stall timeout plus the pending report)",
-        check=_check_hang,
+    _claims.mechanism(
+        "hang_found_in_seconds",
+        "C4D notices a hang in seconds, where the collective's watchdog waits for its timeout.",
+        "seconds from a hang's onset to the master's verdict (the stall timeout plus the pending report)",
+        _check_hang,
     ),
-    Claim(
-        id="downtime_falls",
-        kind="modelled",
-        statement=(
-            "C4D cuts error-induced downtime (the paper: from about 31 % of a job's time, with watchdog "
-            "timeouts and manual diagnosis)."
-        ),
-        metric=(
-            "renewal model at the fault rate where the watchdog + manual baseline loses 31 %, C4D fed per seed "
-            "with its measured detection time of every fault (a missed fault costs the baseline's)"
-        ),
-        check=_check_downtime,
+    _claims.modelled(
+        "downtime_falls",
+        "C4D cuts error-induced downtime (the paper: from about 31 % of a job's time, with watchdog "
+        "timeouts and manual diagnosis).",
+        "renewal model at the fault rate where the watchdog + manual baseline loses 31 %, C4D fed per seed "
+        "with its measured detection time of every fault (a missed fault costs the baseline's)",
+        _check_downtime,
     ),
-    Claim(
-        id="downtime_about_one_percent",
-        kind="modelled",
-        statement="With C4D, error-induced downtime is about 1 % (1.16 %).",
-        metric="modeled C4D downtime, required within 2 × 1.16 %",
-        check=_check_downtime_one_percent,
-        expected=False,
-        reason=(
-            "the model keeps the restart and the work lost since the last checkpoint, which fast detection does "
-            "not remove, and the faults C4D misses; the paper's figure also needs faster restarts and checkpoints"
-        ),
+    _claims.modelled(
+        "downtime_about_one_percent",
+        "With C4D, error-induced downtime is about 1 % (1.16 %).",
+        "modelled C4D downtime, required within 2 × 1.16 % (a perfect detector's floor printed beside)",
+        _check_downtime_one_percent,
     ),
-    Claim(
-        id="planned_paths_near_ideal",
-        kind="mechanism",
-        statement="On a non-blocking fabric, planned paths put no two ring flows on one link.",
-        metric="ring step time / ideal and the most loaded link on the 1:1 leaf-spine fabric",
-        check=_check_plan,
+    _claims.mechanism(
+        "planned_paths_near_ideal",
+        "On a non-blocking fabric, planned paths put no two ring flows on one link.",
+        "ring step time / ideal and the most loaded link on the 1:1 leaf-spine fabric",
+        _check_plan,
     ),
-    Claim(
-        id="c4p_cuts_comm_time",
-        kind="effect",
-        statement="Planned paths avoid ECMP's collisions: communication cost down about 15 %.",
-        metric=(
-            "relative cut in mean ring step time, C4P vs ECMP's mean over hash seeds, on a 2:1 oversubscribed "
-            "fabric with two queue pairs per connection (each hashed alone) and background flows, paired by seed"
+    _claims.effect(
+        "c4p_cuts_comm_time",
+        "Planned paths avoid ECMP's collisions: communication cost down about 15 %.",
+        "mean ring step time / ideal on held-out placements of a 2:1 oversubscribed fabric with background "
+        "flows, C4P vs ECMP, each at the queue pairs per connection (1, 2, 4 or 8) it picked on validation "
+        "placements, ECMP with the planner's search budget spent on hash draws, paired by seed",
+        paired_check(
+            "c4p",
+            ECMP,
+            "tuned_step_ratio",
+            margin=CUT_MARGIN,
+            higher_is_better=False,
+            name="Δ step time / ideal (tuned ECMP − C4P)",
         ),
-        check=_check_cut,
+        regime=FABRIC_REGIME,
     ),
 ]
 
-# What must make each effect fail (CLAIMS.md §5). Each change runs only the half its claim reads.
+# What must make each effect fail (CLAIMS.md §5, v2). Each change runs only the half its claim reads. Each effect
+# has a single alternative, so the mechanism-off falsifier is its test (an alternative in the method's place would
+# have no remaining alternative to face).
 FALSIFIERS = [
     Falsifier(
         "connections_scrambled",
@@ -194,24 +241,10 @@ FALSIFIERS = [
         "connection is slow, not which",
     ),
     Falsifier(
-        "last_arrival_as_c4d",
-        BASELINE_IN_PLACE,
-        ("c4d_localizes",),
-        lambda c: replace(c, detector="last_arrival", parts=("c4d",)),
-        "the last-arrival baseline run under C4D's name",
-    ),
-    Falsifier(
         "plan_reads_no_loads",
         MECHANISM_OFF,
         ("c4p_cuts_comm_time",),
         lambda c: replace(c, planner="random", parts=("c4p",)),
-        "C4P with its load objective off: every flow on a path drawn without looking at the links' loads",
-    ),
-    Falsifier(
-        "ecmp_as_c4p",
-        BASELINE_IN_PLACE,
-        ("c4p_cuts_comm_time",),
-        lambda c: replace(c, planner="ecmp", parts=("c4p",)),
-        "ECMP (one more hash seed) run under C4P's name",
+        "C4P with its sharing model off: every job flow on a path drawn without looking at the links",
     ),
 ]

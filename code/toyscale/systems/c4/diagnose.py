@@ -808,13 +808,11 @@ def permute_connections(reports: Reports, seed: int) -> Reports:
     """The reports with the per-connection timings' rank labels scrambled (a falsifier's input).
 
     The sender and receiver labels of every message, probe and pending report are relabelled by
-    one random permutation of the ranks, drawn so that it moves every rank; per-rank enter and
-    exit times stay. A detector reading these still sees that a connection is slow, not which.
+    one permutation of the ranks drawn uniformly, so a culprit keeps its label only by chance; per-rank
+    enter and exit times stay. A detector reading these still sees that a connection is slow, not which.
     """
     n = reports.n_ranks
-    rng = np.random.default_rng([seed, 0xD])
-    shift = int(rng.integers(1, n))
-    perm = (np.arange(n) + shift) % n  # a cyclic shift: no rank keeps its label
+    perm = np.random.default_rng([seed, 0xD]).permutation(n)
     arrays = {}
     for name in ("sent", "posted", "arrived", "pending", "probe_sent", "probe_posted", "probe_arrived"):
         arrays[name] = getattr(reports, name)[perm][:, perm]

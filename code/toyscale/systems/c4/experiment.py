@@ -4,19 +4,23 @@ Every seed runs two sessions of the real job (`diagnose.run_session`). Each star
 episode (its false alarms), then one episode per slow fault kind with a random culprit and a size
 drawn log-uniformly in `Config.fault_sizes_ms` (so the detection rate is measured over fault sizes,
 not at one convenient size), and ends with a hang: a non-communication hang in the first session, a
-communication hang in the second. The second session also runs one fault of each slow kind at
-`control_size_ms`, below both detectors' noise thresholds (the negative control). C4D and the
-last-arrival baseline read the same reports; `Config.detector` says what runs under C4D's name (the
-falsifiers put a scrambled-connection C4D or the baseline there). The downtime model is fed, per
-seed, with the detection time C4D measured on each of those faults. The fabric part compares C4P's
-plan with ECMP over hash seeds on four fabrics; the effect is read on the hard one (2:1
-oversubscribed, two queue pairs per connection, background flows).
+communication hang in the second. The second session also runs two slow-compute faults at
+`control_size_ms`, well above the lateness threshold: with the first session's non-communication
+hang they are the negative control, faults that the last-arrival baseline sees by the very rule C4D
+applies first, so C4D − baseline must vanish there. C4D and the last-arrival baseline read the same
+reports; `Config.detector` says what runs under C4D's name (the falsifier puts a scrambled-connection
+C4D there). Every detector in the table is scored by one criterion: the fault's kind and culprits
+named exactly. The downtime model is fed, per seed, with the detection time C4D measured on each of
+those faults, and printed beside the floor of a perfect detector. The fabric part compares C4P's plan
+with ECMP over hash seeds on four fabrics, and on the hard one (2:1 oversubscribed, background flows)
+sweeps the queue pairs per connection: each arm (C4P, ECMP with a search over hash seeds at the
+planner's budget, plain ECMP) picks its queue pairs on validation placements and is scored on others.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from torch.distributed.constants import default_pg_timeout
@@ -25,6 +29,7 @@ from toyscale.core.seeding import seed_everything
 
 from . import diagnose
 from .diagnose import (
+    EXPECTED_KIND,
     SLOW_KINDS,
     Diagnosis,
     Fault,
@@ -50,6 +55,7 @@ from .plan import (
     FabricConfig,
     background_paths,
     ecmp_paths,
+    ecmp_search_paths,
     job_step_times,
     link_loads,
     plan_paths,
@@ -58,10 +64,12 @@ from .plan import (
     simulate,
 )
 
-#: The fabric on which C4P's effect is read: 2:1 oversubscribed (two spines for four hosts per leaf),
-#: two queue pairs per connection (each hashed alone: ECMP's best practice), and four background flows
-#: of other tenants from the hosts the three jobs leave free.
-HARD_FABRIC = {"n_spines": 2, "n_jobs": 3, "qps_per_connection": 2, "background_flows": 4}
+#: The fabric on which C4P's effect is read: 2:1 oversubscribed (two spines for four hosts per leaf) and
+#: four background flows of other tenants from the hosts the three jobs leave free. The queue pairs per
+#: connection (each hashed alone) are every arm's knob, chosen on validation placements (`Config.qps_grid`);
+#: the chapter's previous world, two of them, stays as this variant and as a point of the sweep.
+HARD_WORLD = {"n_spines": 2, "n_jobs": 3, "background_flows": 4}
+HARD_FABRIC = {**HARD_WORLD, "qps_per_connection": 2}
 # The fabric variants of the C4P experiment: name → changes to the base FabricConfig
 VARIANTS: dict[str, dict[str, object]] = {
     "non-blocking fabric": {},
@@ -72,8 +80,10 @@ VARIANTS: dict[str, dict[str, object]] = {
 HARD = "2:1, 2 QPs, background"
 #: What may run under C4D's name: C4D itself, C4D reading scrambled connection labels, the baseline.
 DETECTORS = ("c4d", "c4d_scrambled", "last_arrival")
-#: What may run under C4P's name: the plan, a plan that reads no loads, ECMP itself.
-PLANNERS = ("c4p", "random", "ecmp")
+#: What may run under C4P's name: the plan, or a plan that reads no loads (one uniform draw per flow).
+PLANNERS = ("c4p", "random")
+#: The arms of the queue-pair comparison: what runs under C4P's name, ECMP with its hash search, plain ECMP.
+HASHING = ("c4p", "ecmp", "ecmp_hash")
 PARTS = ("c4d", "c4p")
 
 
@@ -84,12 +94,21 @@ class Config:
     job: JobConfig = field(default_factory=JobConfig)  # the real multi-process job
     thresholds: Thresholds = field(default_factory=Thresholds)  # C4D's (and the baseline's) thresholds
     fault_sizes_ms: tuple[float, float] = (2.0, 40.0)  # slow faults' sizes, drawn log-uniformly per fault
-    control_size_ms: float = 2.0  # the negative control's fault size: below both detectors' thresholds
+    control_size_ms: float = 40.0  # the negative control's slow-compute size: visible to both detectors
     detector: str = "c4d"  # what runs under C4D's name (see DETECTORS; the falsifiers change it)
     planner: str = "c4p"  # what runs under C4P's name (see PLANNERS; the falsifiers change it)
     parts: tuple[str, ...] = PARTS  # which halves run: a falsifier runs only the half its claim reads
     fabric: FabricConfig = field(default_factory=FabricConfig)  # the base leaf-spine fabric and its jobs
     hash_seeds: int = 40  # ECMP hash seeds drawn per placement (ECMP is reported as a distribution)
+    qps_grid: tuple[int, ...] = (
+        1,
+        2,
+        4,
+        8,
+    )  # queue pairs per connection tried on validation (NCCL_IB_QPS_PER_CONNECTION)
+    search_budget: int = 256  # assignments C4P's planner and ECMP's hash search each evaluate under the sharing model
+    val_placements: int = 3  # job placements per seed on which each arm picks its queue pairs
+    test_placements: int = 3  # job placements per seed on which the picked settings are scored
     n_nodes: int = 128  # nodes of the modeled production job (1,024 GPUs at 8 per node)
     watchdog_s: float = default_pg_timeout.total_seconds()  # the collective watchdog (torch's default, 30 min)
     manual_diagnosis_s: float = 2 * 3600.0  # an engineer finding the faulty node by hand (assumed)
@@ -114,6 +133,11 @@ class Config:
             raise ValueError(f"planner must be one of {PLANNERS}, got {self.planner!r}")
         if not self.parts or set(self.parts) - set(PARTS):
             raise ValueError(f"parts must be a non-empty subset of {PARTS}, got {self.parts}")
+        if not self.qps_grid or min(self.qps_grid) < 1:
+            raise ValueError(f"qps_grid must be queue-pair counts >= 1, got {self.qps_grid}")
+        for name in ("search_budget", "val_placements", "test_placements"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.hash_seeds < 2:
             raise ValueError(f"hash_seeds must be >= 2 (a distribution), got {self.hash_seeds}")
         if self.n_nodes < 1:
@@ -148,7 +172,7 @@ class FaultRecord:
     baseline_correct: bool
     blamed: int  # the rank the naive slowest-collective rule blames
     blamed_correct: bool
-    control: bool  # a negative-control fault (below the detectors' thresholds)
+    control: bool  # a negative-control fault (a visible slow compute, seen by both detectors' lateness rule)
     size_ms: float  # the fault's size (NaN for a hang or a healthy episode)
     iterations_to_detection: float  # for a slow fault: iterations C4D needed (NaN: missed)
     detection_latency_s: float  # for a hang: seconds from its onset to the master's stall verdict
@@ -175,6 +199,7 @@ class Result:
     matrices: dict[str, np.ndarray] = field(default_factory=dict)
     downtime: dict[str, list[float]] = field(default_factory=dict)
     step_ratios: dict[str, dict[str, object]] = field(default_factory=dict)
+    qps_sweep: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     planned_max_load: dict[str, float] = field(default_factory=dict)
 
 
@@ -196,7 +221,7 @@ def _sessions(config: Config, seed: int) -> list[tuple[list[Fault | None], set[i
     second = draw_faults(job, seed * 2 + 1, kinds=(*SLOW_KINDS, "comm_hang"), sizes_ms=config.fault_sizes_ms)
     control = [
         Fault(f.kind, f.rank, f.peer, f.start, config.control_size_ms)
-        for f in draw_faults(job, seed * 2 + 10_001, kinds=SLOW_KINDS)
+        for f in draw_faults(job, seed * 2 + 10_001, kinds=("slow_compute", "slow_compute"))
     ]
     one = [None, *first]
     two = [None, *second[:-1], *control, second[-1]]
@@ -214,11 +239,11 @@ def _judge(config: Config, reports: diagnose.Reports, seed: int) -> Diagnosis:
 
 def _c4d_experiment(config: Config, seed: int) -> tuple[list[FaultRecord], dict, dict]:
     records, matrices, timeline = [], {}, {}
-    for faults, control in _sessions(config, seed):
+    for session, (faults, control) in enumerate(_sessions(config, seed)):
         for index, job in enumerate(run_session(config.job, faults, seed=seed)):
             fault = job.fault
             started = time.perf_counter()
-            verdict = _judge(config, job.reports, seed)
+            verdict = _judge(config, job.reports, seed * 1000 + session * 100 + index)
             diagnose_s = time.perf_counter() - started
             base = last_arrival(job.reports, config.thresholds)
             blamed = slowest_collective(job.reports)
@@ -236,7 +261,7 @@ def _c4d_experiment(config: Config, seed: int) -> tuple[list[FaultRecord], dict,
                     c4d_correct=verdict.matches(fault),
                     baseline_correct=base.matches(fault),
                     blamed=blamed,
-                    blamed_correct=fault is not None and blamed in {fault.rank, fault.peer},
+                    blamed_correct=Diagnosis(EXPECTED_KIND["slow_compute"], (blamed,)).matches(fault),
                     control=index in control,
                     size_ms=config.job.size_ms(fault) if slow else np.nan,
                     iterations_to_detection=itd if slow else np.nan,
@@ -281,7 +306,8 @@ def _detector_metrics(records: list[FaultRecord], correct: str) -> dict[str, flo
     faulty = [r for r in records if r.fault is not None and not r.control]
     slow = [r for r in faulty if r.fault.kind in SLOW_KINDS]
     healthy = [r for r in records if r.fault is None]
-    control = [r for r in records if r.control]
+    # the negative control: faults both detectors see by the same rule (visible slow compute, hangs of a rank)
+    control = [r for r in records if r.control or (r.fault is not None and r.fault.kind == "hang")]
     alarm = "diagnosis" if correct == "c4d_correct" else "baseline"
     return {
         "accuracy": float(np.mean([getattr(r, correct) for r in faulty])),
@@ -307,6 +333,7 @@ def _c4d_metrics(config: Config, records: list[FaultRecord]) -> dict[str, dict[s
             "mean_detect_s": c4d.detect_s,
             "downtime": 1 - effective_training_time(job_rate, c4d),
         },
+        "perfect": {"downtime": 1 - effective_training_time(job_rate, replace(c4d, detect_s=0.0, diagnose_s=0.0))},
         "last_arrival": _detector_metrics(records, "baseline_correct"),
         "slowest_collective": {"accuracy": float(np.mean([r.blamed_correct for r in faulty]))},
         "watchdog": {
@@ -335,18 +362,29 @@ def fabric_variant(config: Config, name: str) -> FabricConfig:
 
 
 def _planned(config: Config, flows, fabric: Fabric, fixed: dict, seed: int) -> list[list]:
-    """What runs under C4P's name (see `Config.planner`): the plan (one assignment), or, for the falsifiers,
-    `hash_seeds` draws of a load-blind assignment (uniform paths, or ECMP on other hash seeds)."""
+    """What runs under C4P's name (see `Config.planner`): the plan (one assignment), or, for the falsifier,
+    `hash_seeds` draws of a load-blind assignment (every job flow on a uniformly drawn path)."""
     if config.planner == "c4p":
-        return [plan_paths(flows, fabric, fixed=fixed, seed=seed)]
+        return [plan_paths(flows, fabric, fixed=fixed, budget=config.search_budget, seed=seed)]
     draws = []
     for h in range(config.hash_seeds):
-        if config.planner == "random":
-            paths = random_paths(flows, fabric, seed * 100_003 + h)
-        else:
-            paths = ecmp_paths(flows, fabric, seed * 100_003 + config.hash_seeds + h)
+        paths = random_paths(flows, fabric, seed * 100_003 + h)
         draws.append([fixed.get(i, p) for i, p in enumerate(paths)])
     return draws
+
+
+def _step(flows, fabric: Fabric, paths, ideal: float) -> float:
+    return float(job_step_times(flows, simulate(flows, paths, fabric), ideal).mean())
+
+
+def _ecmp_steps(config: Config, flows, fabric: Fabric, fixed: dict, seed: int) -> list[float]:
+    """Plain ECMP's mean step time / ideal on each of `hash_seeds` hash seeds."""
+    ideal = fabric.config.step_bytes
+    out = []
+    for h in range(config.hash_seeds):
+        paths = [fixed.get(i, p) for i, p in enumerate(ecmp_paths(flows, fabric, seed * 100_003 + h))]
+        out.append(_step(flows, fabric, paths, ideal))
+    return out
 
 
 def _c4p_experiment(config: Config, seed: int) -> tuple[dict, dict]:
@@ -358,14 +396,60 @@ def _c4p_experiment(config: Config, seed: int) -> tuple[dict, dict]:
         fixed = background_paths(flows, fabric, seed)
         ideal = fabric_config.step_bytes  # every flow at the NIC's line rate of 1
         planned = _planned(config, flows, fabric, fixed, seed)
-        plan_step = [float(job_step_times(flows, simulate(flows, paths, fabric), ideal).mean()) for paths in planned]
-        ecmp = []
-        for h in range(config.hash_seeds):
-            paths = [fixed.get(i, p) for i, p in enumerate(ecmp_paths(flows, fabric, seed * 100_003 + h))]
-            ecmp.append(float(job_step_times(flows, simulate(flows, paths, fabric), ideal).mean()))
-        step_ratios[name] = {"ecmp": ecmp, "c4p": float(np.mean(plan_step))}
+        plan_step = [_step(flows, fabric, paths, ideal) for paths in planned]
+        step_ratios[name] = {"ecmp": _ecmp_steps(config, flows, fabric, fixed, seed), "c4p": float(np.mean(plan_step))}
         max_loads[name] = max(link_loads(flows, planned[0], fabric).values())
     return step_ratios, max_loads
+
+
+def placement_seeds(config: Config, seed: int) -> dict[str, list[int]]:
+    """The job placements of one seed: validation ones (where every arm picks its queue pairs) and test ones."""
+    return {
+        "val": [10_000_000 + seed * 16 + v for v in range(config.val_placements)],
+        "test": [seed * 16 + k for k in range(config.test_placements)],
+    }
+
+
+def _qps_sweep(config: Config, seed: int) -> dict[str, dict[str, list[float]]]:
+    """Per arm and split, the mean step time / ideal over the split's placements at every queue-pair count.
+
+    On each placement of the hard fabric: what runs under C4P's name, ECMP with its search (the best modelled
+    of `search_budget` hash draws, the planner's budget and model), and plain ECMP (the mean over hash seeds).
+    """
+    sweep = {arm: {"val": [], "test": []} for arm in HASHING}
+    for qps in config.qps_grid:
+        fabric_config = FabricConfig(**{**config.fabric.__dict__, **HARD_WORLD, "qps_per_connection": qps})
+        fabric = Fabric(fabric_config)
+        ideal = fabric_config.step_bytes
+        for split, placements in placement_seeds(config, seed).items():
+            steps = {arm: [] for arm in HASHING}
+            for placement in placements:
+                flows = ring_flows(fabric_config, placement)
+                fixed = background_paths(flows, fabric, placement)
+                planned = _planned(config, flows, fabric, fixed, placement)
+                steps["c4p"].append(float(np.mean([_step(flows, fabric, p, ideal) for p in planned])))
+                searched = ecmp_search_paths(
+                    flows, fabric, fixed=fixed, budget=config.search_budget, seed=placement * 7 + 0xE
+                )
+                steps["ecmp"].append(_step(flows, fabric, searched, ideal))
+                steps["ecmp_hash"].append(float(np.mean(_ecmp_steps(config, flows, fabric, fixed, placement))))
+            for arm in HASHING:
+                sweep[arm][split].append(float(np.mean(steps[arm])))
+    return sweep
+
+
+def _hashing_metrics(config: Config, sweep: dict) -> dict[str, dict[str, float]]:
+    """Per arm: the queue pairs it picked on validation (least mean step time, ties to fewer), its validation and
+    test step time there."""
+    out = {}
+    for arm in HASHING:
+        k = int(np.argmin(sweep[arm]["val"]))
+        out[arm] = {
+            "qps": float(config.qps_grid[k]),
+            "val_step_ratio": sweep[arm]["val"][k],
+            "tuned_step_ratio": sweep[arm]["test"][k],
+        }
+    return out
 
 
 def _c4p_metrics(step_ratios: dict, max_loads: dict) -> dict[str, dict[str, float]]:
@@ -404,4 +488,8 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
     if "c4p" in config.parts:
         result.step_ratios, result.planned_max_load = _c4p_experiment(config, seed)
         result.metrics |= _c4p_metrics(result.step_ratios, result.planned_max_load)
+        result.qps_sweep = _qps_sweep(config, seed)
+        tuned = _hashing_metrics(config, result.qps_sweep)
+        for arm, metrics in tuned.items():
+            result.metrics.setdefault(arm, {}).update(metrics)
     return result

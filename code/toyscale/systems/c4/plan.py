@@ -12,7 +12,9 @@ with link capacities (the NIC's line rate is 1); rates are max-min fair (`max_mi
 filling: raise every unfrozen flow's rate together until a link fills, freeze the flows on it,
 repeat), and `simulate` advances from one flow completion to the next. `ecmp_paths` draws one
 path per flow uniformly among the equal-cost shortest paths (a hash seed is a random draw);
-`plan_paths` minimizes the most loaded link's load by local search.
+`plan_paths` plans on a model of that sharing (`SharingModel`: each flow at its most crowded
+link's equal share), never on the simulation that scores it; `ecmp_search_paths` gives ECMP the same model and
+the same number of evaluated assignments, spent on hash draws.
 """
 
 from __future__ import annotations
@@ -198,12 +200,6 @@ def link_loads(flows: Sequence[Flow], paths: Sequence[tuple[Link, ...]], fabric:
     return loads
 
 
-def _score(loads: dict[Link, float]) -> tuple[float, float]:
-    values = np.array(list(loads.values()) or [0.0])
-    # lexicographic: the most loaded link first, then the spread (sum of squares)
-    return round(float(values.max()), 9), round(float((values**2).sum()), 9)
-
-
 def load_lower_bound(flows: Sequence[Flow], fabric: Fabric) -> float:
     """A lower bound on the max link load of any assignment of whole flows to paths.
 
@@ -241,97 +237,149 @@ def random_paths(flows: Sequence[Flow], fabric: Fabric, seed: int) -> list[tuple
     return ecmp_paths(flows, fabric, seed * 104_729 + 3)
 
 
+class SharingModel:
+    """The planner's model of the fabric: max-min sharing at each flow's bottleneck.
+
+    Under max-min fairness the flows on a link share it equally, whatever their demands, and a flow
+    is held to its most crowded link's share: rate_f ≈ min over its links l of capacity_l / n_l
+    (n_l: flows on l). That is the first round of progressive filling (`max_min_rates`), exact
+    for the flows on the most crowded links and a lower bound for the rest. A flow's modelled time
+    is its bytes over that rate, a job's the slowest of its flows. `score` is (mean modelled job
+    step time / ideal, Σ_l (n_l / capacity_l)²): lower is better, the second term breaks ties
+    towards spread. It never replays the flows' completions, as `simulate` (which scores) does.
+    """
+
+    def __init__(self, flows: Sequence[Flow], fabric: Fabric, fixed: dict[int, tuple[Link, ...]]) -> None:
+        self.flows, self.fabric = list(flows), fabric
+        self.groups = [[fixed[i]] if i in fixed else fabric.candidate_paths(f.src, f.dst) for i, f in enumerate(flows)]
+        links = sorted(
+            {link for g in self.groups for path in g for link in path if np.isfinite(fabric.capacity(link))}, key=str
+        )
+        index = {link: k for k, link in enumerate(links)}
+        dummy = len(links)  # a link no flow loads: pads the shorter paths
+        self.capacity = np.array([fabric.capacity(link) for link in links] + [np.inf])
+        width = max(len(path) for g in self.groups for path in g)
+        self.paths = [
+            [np.array([index[x] for x in path if x in index] + [dummy] * width)[:width] for path in g]
+            for g in self.groups
+        ]
+        self.size = np.array([f.size for f in flows])
+        self.ideal = max(f.size / f.demand for f in flows if f.job >= 0)
+        jobs = sorted({f.job for f in flows if f.job >= 0})
+        self.job_of = np.array([jobs.index(f.job) if f.job >= 0 else -1 for f in flows])
+        self.n_jobs = len(jobs)
+
+    def counts(self, choice: Sequence[int]) -> np.ndarray:
+        counts = np.zeros(len(self.capacity))
+        for i, k in enumerate(choice):
+            np.add.at(counts, self.paths[i][k], 1.0)
+        counts[-1] = 0.0
+        return counts
+
+    def flow_times(self, choice: Sequence[int], counts: np.ndarray) -> np.ndarray:
+        table = np.stack([self.paths[i][k] for i, k in enumerate(choice)])
+        crowding = counts[table] / self.capacity[table]
+        return self.size * crowding.max(axis=1) / self.ideal
+
+    def score(self, choice: Sequence[int], counts: np.ndarray) -> tuple[tuple[float, float], np.ndarray]:
+        times = self.flow_times(choice, counts)
+        steps = np.zeros(self.n_jobs)
+        np.maximum.at(steps, self.job_of[self.job_of >= 0], times[self.job_of >= 0])
+        spread = float(((counts[:-1] / self.capacity[:-1]) ** 2).sum())
+        return (round(float(steps.mean()), 9), round(spread, 9)), times
+
+    def assignment(self, choice: Sequence[int]) -> list[tuple[Link, ...]]:
+        return [self.groups[i][k] for i, k in enumerate(choice)]
+
+
 def plan_paths(
     flows: Sequence[Flow],
     fabric: Fabric,
     *,
     fixed: dict[int, tuple[Link, ...]] | None = None,
-    restarts: int = 20,
+    budget: int = 256,
     seed: int = 0,
 ) -> list[tuple[Link, ...]]:
-    """C4P: choose every job flow's path to minimize the maximum link load (then the sum of squares).
+    """C4P: choose every job flow's path so that the `SharingModel`'s step time is least.
 
     Flows listed in `fixed` (index → path: the background traffic C4P does not steer) keep their
-    paths and load their links from the start. Greedy placement (each flow on the path whose
-    busiest link is least loaded so far), then local search: move one flow, or swap the paths of
-    two flows, while that lowers (max load, Σ load²); restart from shuffled orders and keep the
-    best. It stops as soon as the max load reaches `load_lower_bound` (1 on a non-blocking fabric).
+    paths. Greedy placement (each flow, in a random order, on the path whose most crowded link,
+    in flows per unit capacity, is least crowded), then local search: move a flow the model holds
+    back to another path of its group while that lowers the model's score; restart from another
+    order while budget remains. At most `budget` complete assignments are scored by the model (the
+    budget ECMP's hash search gets, `ecmp_search_paths`); it stops early at the ideal step time.
     """
-    fixed = dict(fixed or {})
-    groups = [fabric.candidate_paths(f.src, f.dst) for f in flows]
-    free = [i for i in range(len(flows)) if i not in fixed]
-    target = max(load_lower_bound(flows, fabric), 1.0) + 1e-9
+    if budget < 1:
+        raise ValueError(f"budget must be >= 1, got {budget}")
+    model = SharingModel(flows, fabric, dict(fixed or {}))
     rng = np.random.default_rng(seed)
-    best, best_score = None, (np.inf, np.inf)
-    for attempt in range(max(1, restarts)):
-        order = list(free) if attempt == 0 else [free[k] for k in rng.permutation(len(free))]
+    free = [i for i, g in enumerate(model.groups) if len(g) > 1]
+    best, best_score, used = None, None, 0
+    while used < budget:
         choice = [0] * len(flows)
-        loads: dict[Link, float] = {}
-
-        def add(i: int, path: tuple[Link, ...], sign: float, loads: dict[Link, float] = loads) -> None:
-            for link in path:
-                capacity = fabric.capacity(link)
-                if np.isfinite(capacity):
-                    loads[link] = loads.get(link, 0.0) + sign * flows[i].demand / capacity
-
-        for i, path in fixed.items():
-            add(i, path, +1.0)
-        for i in order:
-            # greedy: the path whose busiest link would be least loaded
-            costs = [max((loads.get(link, 0.0) for link in p), default=0.0) for p in groups[i]]
-            choice[i] = int(np.argmin(costs))
-            add(i, groups[i][choice[i]], +1.0)
-        score = _score(loads)
+        counts = model.counts(choice) * 0.0
+        for i in range(len(flows)):
+            if i not in free:
+                np.add.at(counts, model.paths[i][0], 1.0)
+        for i in [free[k] for k in rng.permutation(len(free))]:
+            crowd = [float(((counts[p] + 1.0) / model.capacity[p]).max()) for p in model.paths[i]]
+            choice[i] = int(np.argmin(crowd))
+            np.add.at(counts, model.paths[i][choice[i]], 1.0)
+        counts[-1] = 0.0
+        score, times = model.score(choice, counts)
+        used += 1
         improved = True
-        while improved:
+        while improved and used < budget and score[0] > 1.0 + 1e-9:
             improved = False
-            for i in free:
-                for k in range(len(groups[i])):
-                    if k == choice[i]:
+            for i in sorted((k for k in free if times[k] > 1.0 + 1e-9), key=lambda k: -times[k]):
+                old = choice[i]
+                for k in range(len(model.paths[i])):
+                    if k == old or used >= budget:
                         continue
-                    add(i, groups[i][choice[i]], -1.0)
-                    add(i, groups[i][k], +1.0)
-                    new = _score(loads)
+                    np.add.at(counts, model.paths[i][old], -1.0)
+                    np.add.at(counts, model.paths[i][k], 1.0)
+                    counts[-1] = 0.0
+                    choice[i] = k
+                    new, new_times = model.score(choice, counts)
+                    used += 1
                     if new < score:
-                        choice[i], score, improved = k, new, True
-                    else:
-                        add(i, groups[i][k], -1.0)
-                        add(i, groups[i][choice[i]], +1.0)
-            if not improved and score[0] > target:
-                # swaps: two flows change paths together (a 2-step Kempe move), only while over the bound
-                improved = _swap(free, groups, choice, add, loads, score)
-                if improved:
-                    score = _score(loads)
-        if score < best_score:
+                        score, times, improved = new, new_times, True
+                        break
+                    np.add.at(counts, model.paths[i][k], -1.0)
+                    np.add.at(counts, model.paths[i][old], 1.0)
+                    counts[-1] = 0.0
+                    choice[i] = old
+                if improved or used >= budget:
+                    break
+        if best_score is None or score < best_score:
             best, best_score = list(choice), score
-        if best_score[0] <= target:
+        if best_score[0] <= 1.0 + 1e-9:
             break
-    return [fixed[i] if i in fixed else groups[i][k] for i, k in enumerate(best)]
+    return model.assignment(best)
 
 
-def _swap(free, groups, choice, add, loads, score) -> bool:
-    """Try every pair of flows on every pair of paths; apply the first move that lowers the score."""
-    for a, i in enumerate(free):
-        for j in free[a + 1 :]:
-            if len(groups[i]) < 2 or len(groups[j]) < 2:
-                continue
-            for ki in range(len(groups[i])):
-                for kj in range(len(groups[j])):
-                    if ki == choice[i] and kj == choice[j]:
-                        continue
-                    old = (choice[i], choice[j])
-                    add(i, groups[i][old[0]], -1.0)
-                    add(j, groups[j][old[1]], -1.0)
-                    add(i, groups[i][ki], +1.0)
-                    add(j, groups[j][kj], +1.0)
-                    if _score(loads) < score:
-                        choice[i], choice[j] = ki, kj
-                        return True
-                    add(i, groups[i][ki], -1.0)
-                    add(j, groups[j][kj], -1.0)
-                    add(i, groups[i][old[0]], +1.0)
-                    add(j, groups[j][old[1]], +1.0)
-    return False
+def ecmp_search_paths(
+    flows: Sequence[Flow],
+    fabric: Fabric,
+    *,
+    fixed: dict[int, tuple[Link, ...]] | None = None,
+    budget: int = 256,
+    seed: int = 0,
+) -> list[tuple[Link, ...]]:
+    """ECMP with a search: `budget` hash seeds drawn (a practitioner re-rolling source ports or QP numbers),
+    the draw the `SharingModel` scores best kept: the planner's model and budget, spent on hashing."""
+    if budget < 1:
+        raise ValueError(f"budget must be >= 1, got {budget}")
+    fixed = dict(fixed or {})
+    model = SharingModel(flows, fabric, fixed)
+    best, best_score = None, None
+    for h in range(budget):
+        paths = ecmp_paths(flows, fabric, seed * 1_000_003 + h)
+        choice = [0 if i in fixed else model.groups[i].index(p) for i, p in enumerate(paths)]
+        score = model.score(choice, model.counts(choice))[0]
+        if best_score is None or score < best_score:
+            best, best_score = choice, score
+    return model.assignment(best)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 The real job's timings are measurements that take seconds per session, so the chapter commits: the
 default configuration's metrics on the book's five seeds (the claims table) with every episode's
-outcome (iterations to detection per fault kind), and the boundary sweep (CLAIMS.md §7) over the
+outcome (iterations to detection per fault kind) and C4P's queue-pair sweep, and the boundary sweep
+(CLAIMS.md §7) over the
 injected fault's size: at each size and seed one session of the real job with a healthy episode and
 one fault of each slow kind (the same culprits at every size), judged by C4D and by the last-arrival
 baseline. Rebuild with `python -m toyscale data --rebuild c4_results` (a few minutes on one core).
@@ -22,7 +23,7 @@ from toyscale.core.boundary import Boundary
 
 from .diagnose import FAULT_KINDS, SLOW_KINDS, Fault, draw_faults, iterations_to_detection, last_arrival, run_session
 from .diagnose import diagnose as c4d_diagnose
-from .experiment import Config, Result, run
+from .experiment import HASHING, Config, Result, run
 
 #: The injected fault's size (ms) at the boundary's points: from below the noise to the default NIC fault and beyond.
 SIZE_POINTS = (2.0, 5.0, 10.0, 20.0, 40.0)
@@ -125,6 +126,9 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
     }
     for i, result in enumerate(results):
         arrays |= {f"episodes_{i}_{k}": v for k, v in _episodes(result).items()}
+    for arm in HASHING:  # the queue-pair sweep (C4P's boundary): per seed, split and queue-pair count
+        for split in ("val", "test"):
+            arrays[f"qps_{arm}_{split}"] = np.array([r.qps_sweep[arm][split] for r in results], dtype=np.float64)
     sweep = run_sweep(config, SIZE_POINTS, seeds)
     arrays |= {"sweep_points": np.asarray(sweep.points), "sweep_seeds": np.asarray(sweep.seeds, dtype=np.int64)}
     arrays |= {"sweep_iterations": sweep.iterations}
@@ -144,7 +148,8 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
             arm: {n: float(grid[i, j, k]) for k, n in enumerate(names) if np.isfinite(grid[i, j, k])}
             for j, arm in enumerate(arms)
         }
-        results.append(Result(config, int(seed), metrics))
+        sweep = {arm: {split: arrays[f"qps_{arm}_{split}"][i].tolist() for split in ("val", "test")} for arm in HASHING}
+        results.append(Result(config, int(seed), metrics, qps_sweep=sweep))
     episodes = [{k: arrays[f"episodes_{i}_{k}"] for k in EPISODE_FIELDS} for i in range(len(arrays["seeds"]))]
     sweep = Sweep(
         points=tuple(float(p) for p in arrays["sweep_points"]),
@@ -161,3 +166,19 @@ def reference() -> Reference:
     from toyscale.datasets import ARTIFACTS
 
     return reference_from_arrays(ARTIFACTS["c4_results"].load())
+
+
+def qps_boundary(results: Sequence[Result], points: Sequence[int], against: str = "ecmp") -> Boundary:
+    """C4P's boundary over the queue pairs per connection, every arm held at each count (no tuning): Δ = the
+    alternative's mean step time / ideal on the test placements − C4P's, per count and seed."""
+    deltas = np.array(
+        [[r.qps_sweep[against]["test"][k] - r.qps_sweep["c4p"]["test"][k] for r in results] for k in range(len(points))]
+    )
+    name = "ECMP with its hash search" if against == "ecmp" else "plain ECMP"
+    return Boundary(
+        "queue pairs per connection",
+        tuple(float(p) for p in points),
+        tuple(r.seed for r in results),
+        deltas,
+        f"Δ step time / ideal ({name} − C4P)",
+    )
