@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from .claims import CONTROL, EFFECT, ClaimOutcome, status_legend
 from .table import Table, mean_std
 
-
 #: A cell shows this many of a claim's single checks; the rest are in its note (a cell stays readable).
 SHOWN_CHECKS = 2
 
