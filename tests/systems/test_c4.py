@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from toyscale.core import BOOK_SEEDS, EFFECT, MECHANISM_OFF, check_results, falsify, survivors, unmet
+from toyscale.core import BOOK_SEEDS, EFFECT, check_results, falsify, survivors, unmet
 from toyscale.systems import c4
 from toyscale.systems.c4 import diagnose as d
 from toyscale.systems.c4 import experiment, results
@@ -74,7 +74,7 @@ def make_reports(n=4, T=5, late=None, slow=None, hang=None, stalled=False, all_s
         for (i, j), phase in (pending or {}).items():
             waiting[i, j, t] = phase
         stalled = True
-    probes = [np.full(shape3, np.nan) for _ in range(3)]
+    probes = [np.full(shape4, np.nan) for _ in range(3)]
     return d.Reports(begin, end, enter, exit_, own, reduced, sent, posted, arrived, waiting, *probes, stalled, 0.0)
 
 
@@ -190,6 +190,42 @@ def test_fault_rate_for_downtime_inverts_the_model():
         d.Recovery(1, 1, -1, 1)
 
 
+def test_mixed_downtime_by_hand():
+    # one fault per 10 h (x = 36000 s), restart 600 s, checkpoints every 7200 s (3600 s lost per restart)
+    stop = d.Outcome(True, 1800.0, 1200.0)  # adds 3600 s, loses 3600 s
+    missed = d.Outcome(False, math.inf, slow_fraction=0.1)  # adds nothing, loses 0.1 · 36000 = 3600 s
+    found = d.Outcome(False, 600.0, 0.0, slow_fraction=0.5)  # adds 1200 s, keeps 300 s, loses 3600 s
+    x = 36000.0
+    assert d.mixed_downtime(0.1, [stop], [], 1.0, 600.0, 7200.0) == pytest.approx(1 - (x - 3600) / (x + 3600))
+    assert d.mixed_downtime(0.1, [], [missed], 0.0, 600.0, 7200.0) == pytest.approx(0.1)
+    half = d.mixed_downtime(0.1, [stop], [found], 0.5, 600.0, 7200.0)
+    assert half == pytest.approx(1 - (x + 0.5 * -3600 + 0.5 * (300 - 3600)) / (x + 0.5 * 3600 + 0.5 * 1200))
+    # a named slowdown too small to be worth a stop is left running, as if never named
+    tiny = d.Outcome(False, 600.0, 0.0, slow_fraction=0.01)
+    assert tiny.cost_s(600.0, 7200.0, x) == d.Outcome(False, math.inf, slow_fraction=0.01).cost_s(600.0, 7200.0, x)
+    # with every fault a stop, the mix is the single-kind renewal model
+    recovery = d.Recovery(1800, 1200, 600, 7200)
+    assert 1 - d.effective_training_time(0.1, recovery) == pytest.approx(
+        d.mixed_downtime(0.1, [stop], [missed], 1.0, 600.0, 7200.0)
+    )
+    with pytest.raises(ValueError, match="slowdowns"):
+        d.mixed_downtime(0.1, [stop], [], 0.5, 600.0, 7200.0)
+    with pytest.raises(ValueError, match="always found"):
+        d.Outcome(True, math.inf)
+    with pytest.raises(ValueError, match="slow_fraction"):
+        d.Outcome(False, 1.0, slow_fraction=1.0)
+
+
+def test_rate_for_downtime_inverts_any_increasing_model():
+    stop, missed = d.Outcome(True, 1800.0, 7200.0), d.Outcome(False, math.inf, slow_fraction=0.3)
+    model = lambda rate: d.mixed_downtime(rate, [stop], [missed], 0.8, 600.0, 1800.0)  # noqa: E731
+    rate = d.rate_for_downtime(0.31, model)
+    assert model(rate) == pytest.approx(0.31, abs=1e-9)
+    # the slowdowns nobody names set a floor (0.2 · 0.3): no rate gives less
+    with pytest.raises(ValueError, match="floor"):
+        d.rate_for_downtime(0.05, model)
+
+
 # ---------------------------------------------------------------------------------------------
 # The real job: bounded, reaped, and its all-reduce is a real sum
 # ---------------------------------------------------------------------------------------------
@@ -216,11 +252,17 @@ def test_session_sums_localizes_from_its_own_traffic_and_leaves_no_process():
     assert not mp.active_children()
 
 
-def test_the_ping_mesh_variant_probes_every_connection():
+def test_the_ping_mesh_probes_every_connection_as_often_as_the_collective():
     job = d.run_job(replace(SMALL_JOB, ping_mesh=True), d.Fault("slow_link", 0, 2), seed=0)
-    M = d.latency_matrix(job.reports, source="ping_mesh")
-    assert np.isfinite(M[~np.eye(4, dtype=bool)]).all()
-    assert d.diagnose(job.reports, source="ping_mesh").matches(job.fault)
+    r = job.reports
+    off = ~np.eye(4, dtype=bool)
+    assert r.transfer_ms("ping_mesh").shape == r.transfer_ms().shape  # the same probe budget
+    assert np.isfinite(r.transfer_ms("ping_mesh")[off]).all()
+    assert d.diagnose(r, source="ping_mesh").matches(job.fault)
+    assert experiment.ping_mesh(r, d.Thresholds()).matches(job.fault)
+    assert d.mesh_ms(r) > 0 and d.step_ms(r) > 0 and math.isnan(d.mesh_ms(d.run_job(SMALL_JOB, seed=0).reports))
+    with pytest.raises(ValueError, match="probe_rounds"):
+        d.JobConfig(probe_rounds=0)
     assert not mp.active_children()
 
 
@@ -446,23 +488,24 @@ def test_claims_over_the_book_seeds(fast_results):
 _EXPECTED_EFFECTS = {c.id for c in c4.CLAIMS if c.kind == EFFECT and c.expected}
 
 
-# a falsifier whose claims the record does not expect (the plan against tuned ECMP) is read from the calibration
-# records below, not rerun here: the method does not pass there, so its failing would prove nothing
-@pytest.mark.parametrize(
-    "falsifier", [x for x in c4.FALSIFIERS if set(x.claims) & _EXPECTED_EFFECTS], ids=lambda x: x.name
-)
-def test_every_expected_effect_fails_under_its_falsifiers(falsifier, fast_results, monkeypatch):
+def test_every_expected_effect_fails_under_its_falsifiers(fast_results, monkeypatch):
+    # a falsifier of a claim the record does not expect (both effects today: the ping mesh names what C4D names,
+    # tuned ECMP reaches the plan) is read from the calibration records below, not rerun here: the method does not
+    # pass there, so its failing would prove nothing
     monkeypatch.setattr(experiment, "run_session", _memo_sessions)
-    outcomes = falsify(falsifier, c4.CLAIMS, c4.run, BOOK_SEEDS, c4.Config.fast(), "c4")
-    expected = [o for o in outcomes if o.claim.expected]
-    assert expected and not survivors(expected), survivors(expected)
+    for falsifier in [x for x in c4.FALSIFIERS if set(x.claims) & _EXPECTED_EFFECTS]:
+        outcomes = falsify(falsifier, c4.CLAIMS, c4.run, BOOK_SEEDS, c4.Config.fast(), "c4")
+        expected = [o for o in outcomes if o.claim.expected]
+        assert expected and not survivors(expected), (falsifier.name, survivors(expected))
 
 
-def test_every_effect_has_its_mechanism_off_falsifier():
-    for claim in c4.CLAIMS:
-        if claim.kind == EFFECT:
-            assert len(claim.alternatives.arms) == 1 and claim.regime is not None, claim.id
-            assert MECHANISM_OFF in {x.kind for x in c4.FALSIFIERS if claim.id in x.claims}, claim.id
+def test_the_mesh_mechanism_fails_when_c4d_reads_scrambled_connections(fast_results, monkeypatch):
+    # the same sessions (memoized), judged by C4D reading its per-connection timings under shuffled rank labels
+    monkeypatch.setattr(experiment, "run_session", _memo_sessions)
+    config = replace(c4.Config.fast(), detector="c4d_scrambled", parts=("c4d",))
+    scrambled = [c4.run(config, seed=s) for s in BOOK_SEEDS]
+    claim = next(c for c in c4.CLAIMS if c.id == "c4d_as_good_as_mesh")
+    assert not claim.check(scrambled).passed
 
 
 def test_the_records_expect_only_what_every_falsifier_fails():
@@ -472,10 +515,18 @@ def test_the_records_expect_only_what_every_falsifier_fails():
     for path in paths:
         record = json.loads(path.read_text())
         expected = {c["id"] for c in record["claims"] if c["expected"] and c["kind"] == EFFECT}
-        assert expected == {"c4d_localizes"}, path.name
+        assert expected == set(), path.name  # neither effect survives its strongest alternative
         rates = {c["id"]: c["pass_rate"] for c in record["claims"]}
-        assert rates["c4d_localizes"] >= record["target_rate"], path.name
+        assert rates["c4d_localizes"] < record["target_rate"], path.name
         assert rates["c4p_cuts_comm_time"] < record["target_rate"], path.name
+        assert rates["c4d_as_good_as_mesh"] >= record["target_rate"], path.name
+        # per-rank timing in C4D's place loses to the mesh, the mesh in its place beats per-rank timing
+        fails = {
+            x["name"]: x["fail_rates"]["c4d_localizes"]
+            for x in record["falsifiers"]
+            if "c4d_localizes" in x["fail_rates"]
+        }
+        assert fails["last_arrival_in_place"] >= record["target_rate"] > fails["mesh_in_place"], path.name
         for falsifier in record["falsifiers"]:
             for claim_id, rate in falsifier["fail_rates"].items():
                 if claim_id in expected:
@@ -484,7 +535,7 @@ def test_the_records_expect_only_what_every_falsifier_fails():
 
 def test_run_is_complete_and_reproducible_where_it_can_be(fast_results):
     result = fast_results[0]
-    arms = {"c4d", "last_arrival", "slowest_collective", "watchdog", "perfect", "ecmp", "ecmp_hash", "c4p"}
+    arms = {"c4d", "last_arrival", "ping_mesh", "slowest_collective", "watchdog", "perfect", "ecmp", "ecmp_hash", "c4p"}
     assert set(result.metrics) == arms
     kinds = [r.fault.kind if r.fault else None for r in result.records]
     assert kinds.count(None) == 2 and all(kinds.count(k) == 2 for k in d.SLOW_KINDS[1:])  # two drawn
@@ -492,7 +543,7 @@ def test_run_is_complete_and_reproducible_where_it_can_be(fast_results):
     assert d.SLOW_KINDS[0] == "slow_compute"
     visible = [r for r in result.records if r.control]
     assert all(r.size_ms == result.config.control_size_ms and r.c4d_correct == r.baseline_correct for r in visible)
-    assert result.metrics["perfect"]["downtime"] < result.metrics["c4d"]["downtime"]
+    assert result.metrics["perfect"]["downtime"] <= result.metrics["c4d"]["downtime"]
     assert kinds[-1] == "comm_hang" and "hang" in kinds
     assert set(result.matrices) == {"healthy", "slow_link", "slow_nic", "slow_ingress"}
     sizes = [r.size_ms for r in result.records if r.fault and r.fault.kind in d.SLOW_KINDS and not r.control]
@@ -506,22 +557,34 @@ def test_run_is_complete_and_reproducible_where_it_can_be(fast_results):
     for record in result.records:
         assert d.diagnose(record.reports, result.config.thresholds) == record.diagnosis
         assert d.last_arrival(record.reports, result.config.thresholds) == record.baseline
+        assert experiment.ping_mesh(record.reports, result.config.thresholds) == record.mesh
 
 
 def test_downtime_is_fed_with_the_measured_detection(fast_results):
     result = fast_results[0]
     c = result.config
-    recovery = experiment.c4d_recovery(c, result.records)
-    faulty = [r for r in result.records if r.fault and not r.control]
-    missed = sum(not r.c4d_correct for r in faulty)
-    # a missed fault costs the watchdog; a found one its measured time: the mean lies between
-    assert missed * c.watchdog_s / len(faulty) <= recovery.detect_s <= (missed * c.watchdog_s + 60 * len(faulty))
-    assert result.metrics["c4d"]["downtime"] < result.metrics["watchdog"]["downtime"]
+    scored = [r for r in result.records if r.fault and not r.control]
+    stops, slowdowns = experiment.outcomes(c, result.records, "c4d")
+    assert len(stops) + len(slowdowns) == len(scored)
+    for outcome, record in zip(slowdowns, [r for r in scored if r.fault.kind in d.SLOW_KINDS], strict=True):
+        # a slowdown C4D missed runs slowed, never named; a found one is named after its measured iterations
+        assert math.isinf(outcome.found_s) != record.c4d_correct
+        assert outcome.slow_fraction == record.slow_fraction and 0 <= record.slow_fraction <= 0.99
+    for outcome, record in zip(stops, [r for r in scored if r.fault.kind not in d.SLOW_KINDS], strict=True):
+        assert outcome.found_s == (record.detection_latency_s if record.c4d_correct else c.watchdog_s)
+    watchdog = experiment.outcomes(c, result.records, "watchdog")
+    assert all(math.isinf(o.found_s) for o in watchdog[1]) and all(o.found_s == c.watchdog_s for o in watchdog[0])
+    m = result.metrics
+    assert m["watchdog"]["downtime"] == pytest.approx(c.baseline_downtime)
+    assert m["perfect"]["downtime"] <= m["c4d"]["downtime"] < m["watchdog"]["downtime"]
+    assert result.downtime["c4d_by_mix"][c.stop_shares.index(c.stop_share)] == pytest.approx(m["c4d"]["downtime"])
 
 
 def test_figures_build(fast_results):
     result = fast_results[0]
-    figures = [c4.fig_timeline(result), c4.fig_downtime(result), c4.fig_step_times(result)]
+    rate = result.metrics["watchdog"]["faults_per_node_day"]
+    figures = [c4.fig_timeline(result), c4.fig_downtime(result.downtime, rate), c4.fig_step_times(result)]
+    figures.append(c4.fig_downtime_mix(result.downtime, result.config.stop_share))
     figures += [c4.fig_latency_matrix(result, kind) for kind in ("slow_nic", "slow_ingress", "slow_link", "healthy")]
     named = {k: np.ones((2, 3, 4)) for k in results.DETECTORS}
     figures.append(c4.fig_detection((2.0, 40.0), named, {k: np.zeros((2, 3)) for k in results.DETECTORS}))

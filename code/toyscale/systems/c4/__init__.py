@@ -31,9 +31,11 @@ report enter/exit times and the timing of every message of the collective itself
 two-shot all-reduce, every connection busy at once) through a thin instrumentation layer; six
 injected faults (slow compute, slow link, slow NIC egress, slow ingress, a rank hang, a connection
 that stops delivering) that live below that layer, with sizes drawn over 2–40 ms; C4D's
-classification and latency-matrix localization, reading only the reports; the strongest baseline
-without per-connection timings (the last rank to arrive, by the same threshold); a renewal model
-of effective training time fed with the detection times C4D measured; and a flow-level leaf-spine
+classification and latency-matrix localization, reading only the reports; its two alternatives,
+the last rank to arrive (per-rank timing, by the same threshold) and an all-pairs ping mesh with
+the same probe budget as the collective's own messages; a renewal model of effective training
+time with an explicit fault mix (stops and slowdowns), fed with the detection times C4D measured
+and each slowdown's measured share of the job's speed; and a flow-level leaf-spine
 fabric with max-min fair rates, where ECMP (a distribution over hash seeds) meets a planned
 assignment, on a non-blocking fabric, with bonded NICs, with a failed link, and on a 2:1
 oversubscribed fabric with background flows, where the plan (on a model of max-min sharing) and
@@ -41,17 +43,18 @@ ECMP (with a hash search at the planner's budget) each pick their queue pairs pe
 validation placements.
 
 **What the toy finds.** The claims table says which claims hold, with the numbers. In short: C4D
-names communication faults that the last-arrival baseline cannot, and both miss faults smaller
-than the synchronization points' noise (the boundary over the fault size shows where detection
-starts); the downtime claims are a model whose output follows its assumed restart and checkpoint
+names communication faults that the last-arrival baseline cannot, but a ping mesh with the same
+probe budget names the same ones (C4D's saving is the mesh's probes, not what it localizes), and
+all miss faults smaller than the synchronization points' noise (the boundary over the fault size
+shows where detection starts); the downtime claims are a model whose output follows its assumed restart and checkpoint
 costs, and the paper's 1 % is not reached; the plan's ideal step time on the 1:1 fabric holds by
 construction, and on the hard fabric the plan's cut against tuned ECMP is measured beside the
 paper's 15 %, with its boundary over the queue pairs per connection.
 
 **What it drops.** GPUs, NCCL/ACCL and RDMA: "compute" is a sleep with a little matmul, links are
 loopback TCP, and faults are delays of milliseconds on a shared two-core machine (real faults are
-often subtler against far less noise). The production fault mix, the isolation machinery and the
-multi-tier fabric are replaced by assumptions stated in `Config`.
+often subtler against far less noise). The production fault mix (`Config.stop_share`), the
+isolation machinery and the multi-tier fabric are replaced by assumptions stated in `Config`.
 """
 
 from __future__ import annotations
@@ -96,6 +99,7 @@ __all__ = [
     "diagnose",
     "fig_detection",
     "fig_downtime",
+    "fig_downtime_mix",
     "fig_latency_matrix",
     "fig_step_times",
     "fig_timeline",
@@ -183,30 +187,51 @@ def fig_latency_matrix(result: Result, kind: str = "slow_nic") -> go.Figure:
     return fig
 
 
-def fig_downtime(result: Result) -> go.Figure:
-    """Error-induced downtime against the fault rate, watchdog + manual diagnosis vs C4D."""
-    d = result.downtime
-    colors = plot.colors(["watchdog", "c4d"], method="c4d")
+_DOWNTIME_NAMES = {
+    "watchdog": "watchdog timeout + manual diagnosis",
+    "c4d": "C4D (fed its measured detection times)",
+    "perfect": "a perfect detector (the floor)",
+}
+
+
+def _downtime_traces(fig: go.Figure, x: list[float], curves: dict[str, list[float]], unit: str) -> None:
+    colors = plot.colors(list(_DOWNTIME_NAMES), method="c4d")
+    for arm, name in _DOWNTIME_NAMES.items():
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=curves[arm],
+                mode="lines+markers",
+                name=name,
+                line=dict(color=colors[arm], dash="dot" if arm == "perfect" else "solid"),
+                hovertemplate="%{x:.3f} " + unit + ": %{y:.1%}<extra>" + name + "</extra>",
+            )
+        )
+    fig.update_yaxes(tickformat=".0%")
+
+
+def fig_downtime(downtime: dict[str, list[float]], rate: float) -> go.Figure:
+    """Modelled error-induced downtime against the fault rate (the calibrated one dotted), every detector."""
     fig = plot.figure(
         "Modelled: C4D's measured detection against the watchdog and a manual search",
         "faults per node per day",
         "error-induced downtime (share of wall time)",
     )
-    names = {"watchdog": "watchdog timeout + manual diagnosis", "c4d": "C4D (fed its measured detection times)"}
-    for arm in ("watchdog", "c4d"):
-        fig.add_trace(
-            go.Scatter(
-                x=d["faults_per_node_day"],
-                y=d[arm],
-                mode="lines+markers",
-                name=names[arm],
-                line=dict(color=colors[arm]),
-                hovertemplate="%{x:.3f} faults/node/day: %{y:.1%}<extra>" + names[arm] + "</extra>",
-            )
-        )
-    rate = result.metrics["watchdog"]["faults_per_node_day"]
+    _downtime_traces(fig, downtime["faults_per_node_day"], downtime, "faults/node/day")
     fig.add_vline(x=rate, line=dict(color="#CCCCCC", dash="dot"))
-    fig.update_yaxes(tickformat=".0%")
+    return fig
+
+
+def fig_downtime_mix(downtime: dict[str, list[float]], share: float) -> go.Figure:
+    """Modelled downtime against the share of faults that stop the job (the assumed one dotted), at the
+    calibrated fault rate."""
+    fig = plot.figure(
+        "Modelled: the fault mix decides how much a detector can save",
+        "share of faults that stop the job (the rest slow it)",
+        "error-induced downtime (share of wall time)",
+    )
+    _downtime_traces(fig, downtime["stop_shares"], {k: downtime[f"{k}_by_mix"] for k in _DOWNTIME_NAMES}, "stops")
+    fig.add_vline(x=share, line=dict(color="#CCCCCC", dash="dot"))
     return fig
 
 
@@ -242,7 +267,7 @@ def fig_step_times(result: Result) -> go.Figure:
 
 
 def fig_detection(points, named: dict[str, np.ndarray], false_alarm: dict[str, np.ndarray]) -> go.Figure:
-    """Detection rate and false-alarm rate of C4D and the baseline over the injected fault's size.
+    """Detection rate and false-alarm rate of C4D and its two alternatives over the injected fault's size.
 
     named[detector]: (points, seeds, kinds) 0/1 per slow fault; false_alarm[detector]: (points, seeds).
     Mean ± sd over seeds at each point.
@@ -250,7 +275,11 @@ def fig_detection(points, named: dict[str, np.ndarray], false_alarm: dict[str, n
     fig = plot.figure(
         "Detection against false alarms over the fault's size", "injected fault size (ms)", "share of episodes"
     )
-    styles = {"c4d": (METHOD_COLOR, "C4D"), "last_arrival": (plot.BASELINE_COLORS[0], "last arrival")}
+    styles = {
+        "c4d": (METHOD_COLOR, "C4D"),
+        "ping_mesh": (plot.BASELINE_COLORS[1], "ping mesh"),
+        "last_arrival": (plot.BASELINE_COLORS[0], "last arrival"),
+    }
     for detector, (color, label) in styles.items():
         rate = named[detector].mean(axis=2)
         fig.add_trace(

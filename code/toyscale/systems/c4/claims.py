@@ -1,16 +1,19 @@
 """C4's claims, their margins (set on calibration seeds), and the falsifiers under which they must fail.
 
-Re-audit v2 (issue 50). The detection claim compares C4D with the detector a practitioner has without
-per-connection timings: per-rank compute time, i.e. the last rank to arrive at the synchronization
-point, by the same threshold. On the faults that detector sees by the very rule C4D applies first
-(visible slow compute, a rank's hang) C4D − last arrival vanishes by design: a mechanism, since the two
-apply the same rules there and the difference cannot move (no control of the detection effect can fail
-without one). Every
-detector in the table is scored by one criterion (kind and culprits named exactly). The planning
+Re-audit v2 (issue 50). The detection claim compares C4D with the two detectors a practitioner has:
+per-rank compute time (the last rank to arrive at the synchronization point, by the same threshold)
+and an all-pairs ping mesh that times as many messages per connection as the collective carries (the
+same probe budget, as extra traffic); the stronger on each seed's validation session is the claim's
+baseline. On the faults per-rank timing sees by the very rule C4D applies first (visible slow compute,
+a rank's hang) C4D − last arrival vanishes by design: a mechanism, since the two apply the same rules
+there and the difference cannot move. Every detector in the table is scored by one criterion (kind and
+culprits named exactly). The planning
 effect is read on a 2:1 oversubscribed fabric with background flows: C4P plans on a model of how
 flows share links (max-min rates), ECMP gets the same model and the same number of evaluated
 assignments spent on hash draws, and both pick their queue pairs per connection on validation
-placements. The downtime claims are a renewal model fed with C4D's measured detection times: `modelled`.
+placements. The downtime claims are a renewal model with an explicit fault mix (`Config.stop_share`, assumed),
+fed with C4D's measured detection times and each slowdown's measured share of the job's speed:
+`modelled`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from toyscale.core import MECHANISM_OFF, Falsifier, Verdict, all_of, at_most, paired
+from toyscale.core import BASELINE_IN_PLACE, MECHANISM_OFF, Falsifier, Verdict, all_of, at_most, paired
 from toyscale.core.builders import RecordClaims, paired_check, values
 from toyscale.core.calibration import load_record
 from toyscale.core.claims import within
@@ -31,10 +34,12 @@ from .experiment import Config, Result
 # and `--seeds 12 --fast` on 1000–1011 (the tests' config), native numerics (calibration/default.json, fast.json) and
 # ATEN_CPU_CAPABILITY=default (default.aten-default.json; the fast run under it agreed). "q05" / "q95": the 5th / 95th
 # percentile of the means over five-seed windows of those seeds.
-#: About midway between the scrambled-connections falsifier's q95 (0.14 in every record) and C4D's q05 (0.34 default,
-#: 0.36 fast, both environments): the review's fresh five-seed window (0.28) lay below the old record's q05, so the
-#: margin keeps room on both sides.
+#: The previous record's margin (about midway between the scrambled falsifier and C4D against last arrival), kept:
+#: against the ping mesh at the same probe budget C4D's Δ is +0.025 to +0.038 (window means q05 0.00, q95 0.06 to
+#: 0.08 in the three records), and the mesh in C4D's place beats last arrival by +0.375 (q95 0.44 to 0.46), so no
+#: margin separates C4D from its falsifiers: not expected.
 LOCALIZE_MARGIN = 0.24  # share of faults named exactly
+MESH_TOLERANCE = 0.1  # C4D may name one fault in ten fewer than the ping mesh (a mechanism: the same timings)
 FALSE_ALARM_LIMIT = 0.2  # C4D's false alarms on the healthy episodes (2 in 10 allowed; q95 0 in every record)
 #: The visible-fault check's band: a share of the detection effect's margin, fixed before calibration.
 VISIBLE_BAND = Band(0.5)
@@ -42,8 +47,11 @@ VISIBLE_BAND = Band(0.5)
 #: just above it (0.0028 default, 0.0037 fast): on most placements ECMP's hash search reaches the plan's step time
 #: (the fabric's floor), so C4P wins four of five seeds in too few windows (16 % default, 25 % fast): not expected.
 CUT_MARGIN = 0.002
-DOWNTIME_MARGIN = 0.05  # modelled: Δ downtime window means q05 0.097–0.106 (its spread is C4D's misses)
-DOWNTIME_FACTOR = 1.2  # modelled: watchdog / C4D downtime window means q05 1.48–1.53
+#: Modelled, with the fault mix: Δ downtime (watchdog − C4D) window means q05 0.23 to 0.24, watchdog / C4D q05 3.9 to
+#: 4.2 (the three records); the claim asks for ten points and a halving, well inside both (its spread is C4D's misses
+#: and the slowdowns' sizes).
+DOWNTIME_MARGIN = 0.1
+DOWNTIME_FACTOR = 2.0
 PLAN_TOLERANCE = 1.05  # the plan's ring step time on the 1:1 fabric must stay within 5 % of ideal (by construction)
 HANG_LIMIT_S = 10.0  # a hang must be declared within this many seconds (the stall timeout plus the report delay)
 PAPER_C4D_DOWNTIME = 0.0116  # the paper's downtime with C4D
@@ -64,16 +72,11 @@ FABRIC_REGIME = Regime(
     "the chapter's hard fabric (2:1, other tenants' flows), fixed before this re-audit",
 )
 
-#: The detection claim's one alternative.
-LAST_ARRIVAL = Alternatives(
-    arms=(Alternative("last_arrival"),),
-    pick_by="accuracy",
+#: The detection claim's alternatives, the stronger picked per seed on its validation session (ties go to the mesh).
+DETECTION = Alternatives(
+    arms=(Alternative("ping_mesh"), Alternative("last_arrival")),
+    pick_by="val_accuracy",
     method_grid=1,
-    only_one=(
-        "without per-connection timings a practitioner reads per-rank times, i.e. who arrives last at the "
-        "synchronization point; the all-pairs ping mesh after an alarm is the other alternative, not yet an arm "
-        "(JobConfig.ping_mesh is an exercise), so the claim credits C4D against per-rank timing only"
-    ),
 )
 #: The planning claim's one alternative: ECMP, its queue pairs tuned on validation like C4P's, and given the
 #: planner's search budget as hash draws scored by the planner's own sharing model.
@@ -98,9 +101,11 @@ REASONS = {
         "not remove: a perfect detector's floor (printed beside) already lies above the paper's figure, which "
         "needs faster restarts and checkpoints as well"
     ),
-    "downtime_falls": (
-        "a fault C4D misses is charged the watchdog and the manual search, so on seeds where small slow faults "
-        "fall below its thresholds the modelled cut shrinks below the margin"
+    "c4d_localizes": (
+        "at the same probe budget an all-pairs ping mesh times the same delayed connections and names nearly every "
+        "fault C4D names, so against the stronger alternative C4D gains little in what it localizes; what "
+        "it saves is the mesh itself (its probe time per iteration, printed beside, and in production a job "
+        "stopped for the test); against per-rank timing alone its gain is large (the in-place rows show it)"
     ),
     "c4p_cuts_comm_time": (
         "given the planner's sharing model and search budget as hash draws, and the same choice of queue pairs, "
@@ -111,13 +116,15 @@ REASONS = {
 }
 
 
-def _check_localize(results: Sequence[Result]) -> Verdict:
-    return all_of(
-        paired_check(
-            "c4d", LAST_ARRIVAL, "accuracy", margin=LOCALIZE_MARGIN, name="faults named exactly, C4D − last arrival"
-        )(results),
-        at_most(values(results, "c4d", "false_alarm"), FALSE_ALARM_LIMIT, name="C4D false-alarm rate"),
-    )
+def _check_quiet(results: Sequence[Result]) -> Verdict:
+    return at_most(values(results, "c4d", "false_alarm"), FALSE_ALARM_LIMIT, name="C4D false-alarm rate")
+
+
+def _check_as_mesh(results: Sequence[Result]) -> Verdict:
+    delta = [
+        c - m for c, m in zip(values(results, "c4d", "accuracy"), values(results, "ping_mesh", "accuracy"), strict=True)
+    ]
+    return within(delta, -MESH_TOLERANCE, float("inf"), name="faults named exactly, C4D − ping mesh")
 
 
 def _check_visible(results: Sequence[Result]) -> Verdict:
@@ -168,12 +175,27 @@ CLAIMS = [
         "hangs and slowness and localizes the faulty rank, NIC or link.",
         "share of faults named exactly (kind and rank, NIC side or link) on the real 4-rank job: per seed two "
         "episodes of each slow kind (compute, link, NIC egress, ingress) with sizes drawn over 2–40 ms, a "
-        "non-communication and a communication hang; vs the last-arrival baseline (per-rank compute time, "
-        "the same threshold), paired by seed; C4D's false-alarm rate on the healthy episodes stays low",
-        _check_localize,
+        "non-communication and a communication hang; vs the stronger on validation of the last-arrival "
+        "baseline (per-rank compute time, the same threshold) and an all-pairs ping mesh at the same probe "
+        "budget, paired by seed",
+        paired_check(
+            "c4d", DETECTION, "accuracy", margin=LOCALIZE_MARGIN, name="faults named exactly, C4D − strongest"
+        ),
         regime=FAULT_REGIME,
-        alternatives=LAST_ARRIVAL,
-        arms=("c4d", "last_arrival"),
+    ),
+    _claims.mechanism(
+        "c4d_as_good_as_mesh",
+        "C4D needs no probes: the collective's own messages time every connection.",
+        "share of faults named exactly, C4D − the ping mesh (its probes as many messages per connection as the "
+        "collective's, one connection at a time), at most one fault in ten behind on every seed; the mesh's "
+        "cost, its probe time per iteration, printed beside the job's step",
+        _check_as_mesh,
+    ),
+    _claims.mechanism(
+        "few_false_alarms",
+        "C4D raises no alarm on a healthy job.",
+        "C4D's false-alarm rate on the healthy episodes (one per session)",
+        _check_quiet,
     ),
     _claims.mechanism(
         "visible_faults_agree",
@@ -194,8 +216,10 @@ CLAIMS = [
         "downtime_falls",
         "C4D cuts error-induced downtime (the paper: from about 31 % of a job's time, with watchdog "
         "timeouts and manual diagnosis).",
-        "renewal model at the fault rate where the watchdog + manual baseline loses 31 %, C4D fed per seed "
-        "with its measured detection time of every fault (a missed fault costs the baseline's)",
+        "renewal model with a fault mix (a share `stop_share` of faults stop the job, the rest slow it), at the "
+        "fault rate where the watchdog + manual baseline loses 31 %; C4D fed per seed with its measured "
+        "detection time of every fault and each slowdown's measured share of the job's speed (a stop it misses "
+        "waits for the watchdog, a slowdown it misses runs slowed until the next restart)",
         _check_downtime,
     ),
     _claims.modelled(
@@ -228,9 +252,9 @@ CLAIMS = [
     ),
 ]
 
-# What must make each effect fail (CLAIMS.md §5, v2). Each change runs only the half its claim reads. Each effect
-# has a single alternative, so the mechanism-off falsifier is its test (an alternative in the method's place would
-# have no remaining alternative to face).
+# What must make each effect fail (CLAIMS.md §5, v2). Each change runs only the half its claim reads. The detection
+# effect has two alternatives, each run in C4D's place against the other; the planning effect has one, so its
+# mechanism-off falsifier is its test.
 FALSIFIERS = [
     Falsifier(
         "connections_scrambled",
@@ -239,6 +263,20 @@ FALSIFIERS = [
         lambda c: replace(c, detector="c4d_scrambled", parts=("c4d",)),
         "C4D reading the per-connection timings with their rank labels shifted: it still sees that a "
         "connection is slow, not which",
+    ),
+    *(
+        Falsifier(
+            f"{name}_in_place",
+            BASELINE_IN_PLACE,
+            ("c4d_localizes",),
+            lambda c, arm=arm: replace(c, detector=arm, parts=("c4d",)),
+            f"the {label} run under C4D's name, against the {other}",
+            in_place=arm,
+        )
+        for name, arm, label, other in (
+            ("mesh", "ping_mesh", "ping mesh", "last-arrival baseline"),
+            ("last_arrival", "last_arrival", "last-arrival baseline", "ping mesh"),
+        )
     ),
     Falsifier(
         "plan_reads_no_loads",

@@ -11,7 +11,9 @@ from point-to-point messages (not gloo's own `all_reduce`) so that a fault can s
 instrumentation: a *two-shot* all-reduce, a reduce-scatter and an all-gather in which every rank
 exchanges one chunk with every other rank at once, so every directed connection carries the
 collective's concurrent traffic twice per iteration. A dedicated all-pairs *ping mesh* of probes,
-one connection at a time, is an explicit variant (`JobConfig.ping_mesh`), not the default source.
+one connection at a time after the collective, is the practitioner's alternative
+(`JobConfig.ping_mesh`): it times as many messages per connection as the collective carries
+(`probe_rounds`), so the two sources have the same probe budget, but its probes are extra traffic.
 Timings go to a key-value store that the parent process (the C4D master) watches. A fault:
 
 - ``slow_compute``: the rank's compute takes `size_ms` longer (a throttled GPU, a slow data loader);
@@ -55,7 +57,7 @@ import socket
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
@@ -146,6 +148,7 @@ class JobConfig:
     fault_ms: float = 40.0  # default extra compute time of a slow_compute rank
     link_ms: float = 20.0  # default extra delay per message on a slow link, out of a slow NIC, into a slow ingress
     ping_mesh: bool = False  # also probe every connection, one at a time, after the collective (a variant)
+    probe_rounds: int = len(PHASES)  # ping-mesh probes per connection per iteration: the collective's messages
     pending_report_s: float = 0.25  # a rank waiting this long inside the collective reports what it waits for
     stall_timeout_s: float = 1.5  # C4D master: no new report for this long means a hang
     store_timeout_s: float = 10.0  # key-value store and process-group timeout (bounds every wait)
@@ -159,6 +162,8 @@ class JobConfig:
         for name in ("compute_ms", "fault_ms", "link_ms"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.probe_rounds < 1:
+            raise ValueError(f"probe_rounds must be >= 1, got {self.probe_rounds}")
         for name in ("grad_numel", "probe_numel"):
             if getattr(self, name) < self.n_ranks:
                 raise ValueError(f"{name} must be >= n_ranks = {self.n_ranks}, got {getattr(self, name)}")
@@ -304,25 +309,30 @@ class InstrumentedComm:
         return torch.cat([reduced if i == r else gathered[i] for i in range(n)])
 
     def probe_all(self, payload: torch.Tensor) -> None:
-        """The ping-mesh variant: time one message on every directed connection i → j, one at a time.
+        """The ping mesh: time `probe_rounds` messages on every directed connection i → j, one at a time.
 
         The sender records when it is ready, the receiver when it posted its receive and when the
         data arrived; the transfer time is arrival − max(ready, posted).
         """
         buffer = torch.empty_like(payload)
-        for i in range(self.n):
-            for j in range(self.n):
-                if i == j:
-                    continue
-                if self.rank == i:
-                    self.record["probe_sent"][j] = time.monotonic()
-                    work = self.transport.isend(payload, j)
-                    if work is not None:
-                        work.wait()
-                elif self.rank == j:
-                    posted = time.monotonic()
-                    dist.recv(buffer, i)
-                    self.record["probe_received"][i] = (posted, time.monotonic())
+        for k in range(self.config.probe_rounds):
+            sent, received = (
+                self.record["probe_sent"].setdefault(k, {}),
+                self.record["probe_received"].setdefault(k, {}),
+            )
+            for i in range(self.n):
+                for j in range(self.n):
+                    if i == j:
+                        continue
+                    if self.rank == i:
+                        sent[j] = time.monotonic()
+                        work = self.transport.isend(payload, j)
+                        if work is not None:
+                            work.wait()
+                    elif self.rank == j:
+                        posted = time.monotonic()
+                        dist.recv(buffer, i)
+                        received[i] = (posted, time.monotonic())
 
     def publish(self, iteration: int) -> None:
         self.record["end"] = time.monotonic()
@@ -394,8 +404,8 @@ class Reports:
     sent[i, j, t, p]: when sender i handed the collective's phase-p message i → j over;
     posted[i, j, t, p] and arrived[i, j, t, p]: when receiver j posted that receive and when the
     data arrived; pending[i, j, t]: the phase in which receiver j reported still waiting for i
-    (NaN: it did not); probe_sent, probe_posted, probe_arrived [i, j, t]: the ping-mesh variant's
-    probes (NaN without it). stalled: the master saw no new report for `stall_timeout_s` before
+    (NaN: it did not); probe_sent, probe_posted, probe_arrived [i, j, t, k]: the ping mesh's k-th
+    probe round (NaN without it). stalled: the master saw no new report for `stall_timeout_s` before
     every rank finished; watched_until: the master's clock when it stopped watching.
     """
 
@@ -421,7 +431,7 @@ class Reports:
 
     def transfer_ms(self, source: str = "collective") -> np.ndarray:
         """Transfer times T = arrived − max(sent, posted) in ms: [i, j, t, phase] of the collective's
-        messages, or [i, j, t] of the ping mesh's probes (NaN on i = j)."""
+        messages, or [i, j, t, round] of the ping mesh's probes (NaN on i = j)."""
         if source == "collective":
             return (self.arrived - np.fmax(self.sent, self.posted)) * 1000.0
         if source == "ping_mesh":
@@ -458,11 +468,14 @@ class JobRun:
     exitcodes: list[int | None] = field(default_factory=list)
 
 
-def _collect(store: dist.Store, n: int, iterations: int, episode: int) -> dict[str, np.ndarray]:
+def _collect(store: dist.Store, config: JobConfig, episode: int) -> dict[str, np.ndarray]:
+    n, iterations = config.n_ranks, config.iterations
     shape2, shape3, shape4 = (n, iterations), (n, n, iterations), (n, n, iterations, len(PHASES))
     out = {name: np.full(shape2, np.nan) for name in ("begin", "end", "enter", "exit", "own", "reduced")}
     out |= {name: np.full(shape4, np.nan) for name in ("sent", "posted", "arrived")}
-    out |= {name: np.full(shape3, np.nan) for name in ("pending", "probe_sent", "probe_posted", "probe_arrived")}
+    out["pending"] = np.full(shape3, np.nan)
+    probes = (n, n, iterations, config.probe_rounds)
+    out |= {name: np.full(probes, np.nan) for name in ("probe_sent", "probe_posted", "probe_arrived")}
     prefix = f"c4d/{episode}"
     for rank in range(n):
         for t in range(iterations):
@@ -484,11 +497,13 @@ def _collect(store: dist.Store, n: int, iterations: int, episode: int) -> dict[s
                 for i, (posted, arrived) in received.items():
                     out["posted"][int(i), rank, t, int(phase)] = posted
                     out["arrived"][int(i), rank, t, int(phase)] = arrived
-            for j, ready in record["probe_sent"].items():
-                out["probe_sent"][rank, int(j), t] = ready
-            for i, (posted, arrived) in record["probe_received"].items():
-                out["probe_posted"][int(i), rank, t] = posted
-                out["probe_arrived"][int(i), rank, t] = arrived
+            for k, sent in record["probe_sent"].items():
+                for j, ready in sent.items():
+                    out["probe_sent"][rank, int(j), t, int(k)] = ready
+            for k, received in record["probe_received"].items():
+                for i, (posted, arrived) in received.items():
+                    out["probe_posted"][int(i), rank, t, int(k)] = posted
+                    out["probe_arrived"][int(i), rank, t, int(k)] = arrived
     return out
 
 
@@ -581,7 +596,7 @@ def run_session(config: JobConfig | None, faults: Sequence[Fault | None], *, see
                 break
             time.sleep(0.01)
         watched_until = time.monotonic()
-        episodes = [_collect(store, config.n_ranks, config.iterations, e) for e in range(len(faults))]
+        episodes = [_collect(store, config, e) for e in range(len(faults))]
     finally:
         finished = store is not None and store.check([f"c4d/done/{r}" for r in range(config.n_ranks)])
         stalled_or_failed = stalled or not finished
@@ -679,7 +694,7 @@ def latency_matrix(reports: Reports, source: str = "collective") -> np.ndarray:
     """M[i, j]: the median transfer time i → j over complete iterations, in ms (NaN on i = j).
 
     source 'collective': every message of the all-reduce on that connection (both phases), the
-    collective's own concurrent traffic; 'ping_mesh': the variant's dedicated probes.
+    collective's own concurrent traffic; 'ping_mesh': the mesh's dedicated probes (every round).
     """
     full = reports.complete_iterations()
     n = reports.n_ranks
@@ -849,6 +864,28 @@ def collective_time_ms(reports: Reports) -> np.ndarray:
     return np.array(values)
 
 
+def step_ms(reports: Reports) -> float:
+    """The job's time per iteration up to the collective's end, in ms: the median over complete iterations of
+    max_r exit − min_r begin (the ping mesh, which runs after the collective, is left out)."""
+    full = reports.complete_iterations()
+    if full.size == 0:
+        return math.nan
+    return float(np.median(reports.exit[:, full].max(axis=0) - reports.begin[:, full].min(axis=0)) * 1000.0)
+
+
+def mesh_ms(reports: Reports) -> float:
+    """The ping mesh's time per iteration, in ms: the median over complete iterations of the last probe's
+    arrival − the first probe's hand-over (NaN without the mesh)."""
+    full = reports.complete_iterations()
+    if full.size == 0 or not np.isfinite(reports.probe_arrived).any():
+        return math.nan
+    arrived = np.nanmax(
+        reports.probe_arrived[:, :, full].reshape(-1, full.size, reports.probe_arrived.shape[3]), axis=(0, 2)
+    )
+    sent = np.nanmin(reports.probe_sent[:, :, full].reshape(-1, full.size, reports.probe_sent.shape[3]), axis=(0, 2))
+    return float(np.median(arrived - sent) * 1000.0)
+
+
 def slowest_collective(reports: Reports) -> int:
     """The naive rule: blame the rank whose collectives took longest (median over iterations)."""
     if not isinstance(reports, Reports):
@@ -946,3 +983,97 @@ def fault_rate_for_downtime(downtime: float, recovery: Recovery) -> float:
         raise ValueError(f"downtime must be in (0, 1), got {downtime}")
     mtbf = (recovery.checkpoint_interval_s / 2.0 + (1.0 - downtime) * recovery.stopped_s) / downtime
     return 3600.0 / mtbf
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one fault ended for a detector (seconds): when it was named, how long the diagnosis took, and
+    for a slowdown the share of the job's speed it took (`slow_fraction`; 0 for a fault that stops the job).
+
+    A fault that stops the job (a crash, a hang) stops it until it is named; a slowdown lets the job run,
+    slowed, until it is named (`found_s` infinite: never, as with a watchdog, which no slowdown trips).
+    """
+
+    stops: bool
+    found_s: float
+    diagnose_s: float = 0.0
+    slow_fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (self.found_s >= 0 and self.diagnose_s >= 0 and math.isfinite(self.diagnose_s)):
+            raise ValueError(f"found_s and diagnose_s must be >= 0 (diagnose_s finite), got {self}")
+        if not 0 <= self.slow_fraction < 1:
+            raise ValueError(f"slow_fraction must lie in [0, 1), got {self.slow_fraction}")
+        if self.stops and not math.isfinite(self.found_s):
+            raise ValueError("a fault that stops the job is always found (by the watchdog at the latest)")
+
+    def cost_s(self, restart_s: float, checkpoint_interval_s: float, mtbf_s: float) -> tuple[float, float]:
+        """(wall time the fault adds after the run before it, progress kept in that time − progress lost).
+
+        Stops: time found + diagnose + restart, nothing kept, the work since the last checkpoint lost (c/2).
+        A slowdown named after d: d more seconds at (1 − f) of the speed, then diagnose and restart, c/2 lost.
+        A slowdown never named: the job runs slowed until the next fault's restart clears it, a mean time
+        between faults later (arrivals are memoryless), so f · MTBF of progress is lost and no time added.
+        A named slowdown is restarted only where that loses less (f · d + diagnose + restart + c/2 against
+        f · MTBF): an operator does not stop a job for a slowdown that costs less than the stop.
+        """
+        if self.stops:
+            return self.found_s + self.diagnose_s + restart_s, -checkpoint_interval_s / 2.0
+        running = (0.0, -self.slow_fraction * mtbf_s)
+        if not math.isfinite(self.found_s):
+            return running
+        f, d = self.slow_fraction, self.found_s
+        if f * mtbf_s <= f * d + self.diagnose_s + restart_s + checkpoint_interval_s / 2.0:
+            return running
+        return d + self.diagnose_s + restart_s, (1.0 - f) * d - checkpoint_interval_s / 2.0
+
+
+def mixed_downtime(
+    job_faults_per_hour: float,
+    stops: Sequence[Outcome],
+    slowdowns: Sequence[Outcome],
+    stop_share: float,
+    restart_s: float,
+    checkpoint_interval_s: float,
+) -> float:
+    """Error-induced downtime with an explicit fault mix: a share `stop_share` of faults stop the job.
+
+    A cycle is a run of mean x = 1/Λ, then a fault drawn from the mix, which adds wall time τ and changes the
+    progress kept by κ (`Outcome.cost_s`); with E over the mix (each kind's outcomes weighted equally):
+
+        ETT = (x + E[κ]) / (x + E[τ]),   downtime = 1 − ETT.
+
+    With every fault a stop found after `detect` and diagnosed in `diagnose`, this is `effective_training_time`.
+    """
+    if not (job_faults_per_hour > 0 and math.isfinite(job_faults_per_hour)):
+        raise ValueError(f"job_faults_per_hour must be a finite number > 0, got {job_faults_per_hour}")
+    if not 0 <= stop_share <= 1:
+        raise ValueError(f"stop_share must lie in [0, 1], got {stop_share}")
+    mtbf = 3600.0 / job_faults_per_hour
+    time_s = kept_s = 0.0
+    for share, group, stopping in ((stop_share, stops, True), (1.0 - stop_share, slowdowns, False)):
+        if share == 0:
+            continue
+        if not group or any(o.stops != stopping for o in group):
+            kind = "faults that stop the job" if stopping else "slowdowns"
+            raise ValueError(f"a mix with a share {share} of {kind} needs outcomes of that kind only, got {group}")
+        costs = [o.cost_s(restart_s, checkpoint_interval_s, mtbf) for o in group]
+        time_s += share * float(np.mean([c[0] for c in costs]))
+        kept_s += share * float(np.mean([c[1] for c in costs]))
+    return 1.0 - max(mtbf + kept_s, 0.0) / (mtbf + time_s)
+
+
+def rate_for_downtime(downtime: float, downtime_at: Callable[[float], float]) -> float:
+    """The fault rate Λ (per hour) at which `downtime_at(Λ)`, increasing in Λ, equals `downtime` (bisection)."""
+    if not 0 < downtime < 1:
+        raise ValueError(f"downtime must be in (0, 1), got {downtime}")
+    lo, hi = 1e-6, 1e3
+    if not downtime_at(lo) < downtime < downtime_at(hi):
+        raise ValueError(
+            f"no fault rate in [{lo}, {hi}] per hour gives downtime {downtime} (the model spans "
+            f"{downtime_at(lo):.3f} to {downtime_at(hi):.3f}): its floor comes from slowdowns nobody names"
+        )
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if downtime_at(mid) < downtime else (lo, mid)
+    return math.sqrt(lo * hi)

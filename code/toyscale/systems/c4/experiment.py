@@ -19,8 +19,9 @@ planner's budget, plain ECMP) picks its queue pairs on validation placements and
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from torch.distributed.constants import default_pg_timeout
@@ -35,20 +36,22 @@ from .diagnose import (
     Fault,
     JobConfig,
     JobRun,
-    Recovery,
+    Outcome,
     Thresholds,
     collective_time_ms,
     detection_latency_s,
     draw_faults,
-    effective_training_time,
     enter_lateness_ms,
-    fault_rate_for_downtime,
     iterations_to_detection,
     last_arrival,
     latency_matrix,
+    mesh_ms,
+    mixed_downtime,
     permute_connections,
+    rate_for_downtime,
     run_session,
     slowest_collective,
+    step_ms,
 )
 from .plan import (
     Fabric,
@@ -78,8 +81,10 @@ VARIANTS: dict[str, dict[str, object]] = {
     "2:1, 2 QPs, background": HARD_FABRIC,
 }
 HARD = "2:1, 2 QPs, background"
-#: What may run under C4D's name: C4D itself, C4D reading scrambled connection labels, the baseline.
-DETECTORS = ("c4d", "c4d_scrambled", "last_arrival")
+#: What may run under C4D's name: C4D itself, C4D reading scrambled connection labels, the two alternatives.
+DETECTORS = ("c4d", "c4d_scrambled", "last_arrival", "ping_mesh")
+#: The detection claim's alternatives, judged on every episode beside C4D.
+ALTERNATIVES = ("last_arrival", "ping_mesh")
 #: What may run under C4P's name: the plan, or a plan that reads no loads (one uniform draw per flow).
 PLANNERS = ("c4p", "random")
 #: The arms of the queue-pair comparison: what runs under C4P's name, ECMP with its hash search, plain ECMP.
@@ -91,7 +96,7 @@ PARTS = ("c4d", "c4p")
 class Config:
     """Toy defaults for the C4 experiment."""
 
-    job: JobConfig = field(default_factory=JobConfig)  # the real multi-process job
+    job: JobConfig = field(default_factory=lambda: JobConfig(ping_mesh=True))  # the real job, ping mesh on
     thresholds: Thresholds = field(default_factory=Thresholds)  # C4D's (and the baseline's) thresholds
     fault_sizes_ms: tuple[float, float] = (2.0, 40.0)  # slow faults' sizes, drawn log-uniformly per fault
     control_size_ms: float = 40.0  # the negative control's slow-compute size: visible to both detectors
@@ -116,7 +121,9 @@ class Config:
     checkpoint_interval_s: float = 1800.0  # time between checkpoints; half of it is lost per fault (assumed)
     iteration_s: float = 10.0  # one production training iteration: a slow fault is seen after k of them (assumed)
     baseline_downtime: float = 0.31  # the paper's downtime before C4D: calibrates the fault rate
-    rate_multipliers: tuple[float, ...] = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)  # downtime curve
+    stop_share: float = 0.8  # share of faults that stop the job (crashes, hangs); the rest slow it (assumed)
+    rate_multipliers: tuple[float, ...] = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # downtime curve
+    stop_shares: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # the downtime model's fault-mix boundary
 
     def __post_init__(self) -> None:
         for name, kind in (("job", JobConfig), ("thresholds", Thresholds), ("fabric", FabricConfig)):
@@ -149,15 +156,14 @@ class Config:
             raise ValueError(f"baseline_downtime must be in (0, 1), got {self.baseline_downtime}")
         if not self.rate_multipliers or min(self.rate_multipliers) <= 0:
             raise ValueError(f"rate_multipliers must be positive, got {self.rate_multipliers}")
+        for share in (self.stop_share, *self.stop_shares):
+            if not 0 <= share <= 1:
+                raise ValueError(f"stop shares must lie in [0, 1], got {share}")
 
     @classmethod
     def fast(cls) -> Config:
         """Fewer iterations per episode and fewer hash seeds, for tests."""
-        return cls(job=JobConfig(iterations=4), hash_seeds=20)
-
-    def watchdog_recovery(self) -> Recovery:
-        """The baseline: the watchdog times out, then an engineer diagnoses by hand."""
-        return Recovery(self.watchdog_s, self.manual_diagnosis_s, self.restart_s, self.checkpoint_interval_s)
+        return cls(job=JobConfig(iterations=4, ping_mesh=True), hash_seeds=20)
 
 
 @dataclass
@@ -168,8 +174,10 @@ class FaultRecord:
     reports: diagnose.Reports  # what the ranks reported (the detectors' only input)
     diagnosis: Diagnosis  # what ran under C4D's name
     baseline: Diagnosis  # the last-arrival baseline
+    mesh: Diagnosis  # the ping mesh: per-rank rules, then the dedicated probes' latency matrix
     c4d_correct: bool
     baseline_correct: bool
+    mesh_correct: bool
     blamed: int  # the rank the naive slowest-collective rule blames
     blamed_correct: bool
     control: bool  # a negative-control fault (a visible slow compute, seen by both detectors' lateness rule)
@@ -177,6 +185,7 @@ class FaultRecord:
     iterations_to_detection: float  # for a slow fault: iterations C4D needed (NaN: missed)
     detection_latency_s: float  # for a hang: seconds from its onset to the master's stall verdict
     diagnose_s: float  # C4D's compute time on the reports
+    slow_fraction: float  # a slow fault's share of the job's speed: 1 − healthy step / this episode's step
 
 
 @dataclass
@@ -228,24 +237,56 @@ def _sessions(config: Config, seed: int) -> list[tuple[list[Fault | None], set[i
     return [(one, set()), (two, set(range(len(second), len(second) + len(control))))]
 
 
+def ping_mesh(reports: diagnose.Reports, thresholds: Thresholds) -> Diagnosis:
+    """The practitioner's alternative: an all-pairs ping mesh, `probe_rounds` probes per connection per iteration.
+
+    Per-rank rules first (who never entered the collective, who arrives late), then the slow cells of the
+    probes' latency matrix. A communication hang is found by a mesh run after the stall, whose probe on the
+    dead connection never arrives; the toy stands that in by the connections the waiting ranks report
+    pending, which are the same, so on hangs the mesh and C4D agree by construction.
+    """
+    return diagnose.diagnose(reports, thresholds, source="ping_mesh")
+
+
 def _judge(config: Config, reports: diagnose.Reports, seed: int) -> Diagnosis:
     """What runs under C4D's name reads the reports (see `Config.detector`)."""
     if config.detector == "last_arrival":
         return last_arrival(reports, config.thresholds)
+    if config.detector == "ping_mesh":
+        return ping_mesh(reports, config.thresholds)
     if config.detector == "c4d_scrambled":
         reports = permute_connections(reports, seed)
     return diagnose.diagnose(reports, config.thresholds)
 
 
+def _slow_fraction(config: Config, healthy_ms: float, job: JobRun) -> float:
+    """A slow fault's share of the job's speed, f = 1 − healthy step / this episode's step, in [0, 0.99].
+
+    Where a step cannot be measured (an episode cut short on a loaded machine leaves no complete
+    iteration), the fault's size against the healthy step (or the compute time) stands in for it.
+    """
+    faulty_ms = step_ms(job.reports)
+    if math.isfinite(healthy_ms) and math.isfinite(faulty_ms) and faulty_ms > 0:
+        fraction = 1.0 - healthy_ms / faulty_ms
+    else:
+        base = healthy_ms if math.isfinite(healthy_ms) else config.job.compute_ms
+        size = config.job.size_ms(job.fault)
+        fraction = size / (base + size)
+    return min(max(fraction, 0.0), 0.99)
+
+
 def _c4d_experiment(config: Config, seed: int) -> tuple[list[FaultRecord], dict, dict]:
     records, matrices, timeline = [], {}, {}
     for session, (faults, control) in enumerate(_sessions(config, seed)):
-        for index, job in enumerate(run_session(config.job, faults, seed=seed)):
+        jobs = run_session(config.job, faults, seed=seed)
+        healthy_ms = step_ms(jobs[0].reports)  # every session starts with a healthy episode
+        for index, job in enumerate(jobs):
             fault = job.fault
             started = time.perf_counter()
             verdict = _judge(config, job.reports, seed * 1000 + session * 100 + index)
             diagnose_s = time.perf_counter() - started
             base = last_arrival(job.reports, config.thresholds)
+            mesh = ping_mesh(job.reports, config.thresholds)
             blamed = slowest_collective(job.reports)
             kind = fault.kind if fault else "healthy"
             slow = fault is not None and fault.kind in SLOW_KINDS
@@ -258,8 +299,10 @@ def _c4d_experiment(config: Config, seed: int) -> tuple[list[FaultRecord], dict,
                     reports=job.reports,
                     diagnosis=verdict,
                     baseline=base,
+                    mesh=mesh,
                     c4d_correct=verdict.matches(fault),
                     baseline_correct=base.matches(fault),
+                    mesh_correct=mesh.matches(fault),
                     blamed=blamed,
                     blamed_correct=Diagnosis(EXPECTED_KIND["slow_compute"], (blamed,)).matches(fault),
                     control=index in control,
@@ -267,6 +310,7 @@ def _c4d_experiment(config: Config, seed: int) -> tuple[list[FaultRecord], dict,
                     iterations_to_detection=itd if slow else np.nan,
                     detection_latency_s=detection_latency_s(job) if fault and not slow else np.nan,
                     diagnose_s=diagnose_s,
+                    slow_fraction=_slow_fraction(config, healthy_ms, job) if slow else 0.0,
                 )
             )
             if index in control:
@@ -280,80 +324,116 @@ def _c4d_experiment(config: Config, seed: int) -> tuple[list[FaultRecord], dict,
     return records, matrices, timeline
 
 
-def c4d_recovery(config: Config, records: list[FaultRecord]) -> Recovery:
-    """C4D's recovery per fault, fed with what it measured: the mean over the run's faults of each
-    fault's detection time (a hang: the measured stall latency; a slow fault: the iterations it
-    needed × `iteration_s`) and diagnosis time; a fault it got wrong costs the watchdog and the
-    manual search, as in the baseline."""
-    detect, diag = [], []
+def _validation(config: Config, seed: int) -> dict[str, dict[str, float]]:
+    """Each detector's share of faults named on a validation session of its own (a healthy episode, then one
+    fault of each slow kind, culprits and sizes drawn apart from the scored sessions): the strongest
+    alternative is picked on it, per seed."""
+    faults = [None, *draw_faults(config.job, seed * 2 + 20_003, kinds=SLOW_KINDS, sizes_ms=config.fault_sizes_ms)]
+    jobs = run_session(config.job, faults, seed=seed)[1:]
+    judges = {
+        "c4d": lambda r: diagnose.diagnose(r, config.thresholds),
+        "last_arrival": lambda r: last_arrival(r, config.thresholds),
+        "ping_mesh": lambda r: ping_mesh(r, config.thresholds),
+    }
+    return {
+        arm: {"val_accuracy": float(np.mean([judge(j.reports).matches(j.fault) for j in jobs]))}
+        for arm, judge in judges.items()
+    }
+
+
+def outcomes(config: Config, records: list[FaultRecord], detector: str) -> tuple[list[Outcome], list[Outcome]]:
+    """Each scored fault's outcome for `detector` ('c4d', 'watchdog' or 'perfect'): (stops, slowdowns).
+
+    C4D names a hang at its measured stall latency and a slow fault after the iterations it needed ×
+    `iteration_s`, each with its measured diagnosis time; a hang it gets wrong waits for the watchdog and the
+    manual search, a slowdown it misses is never named. The watchdog names every stop at its timeout, then
+    the manual search, and no slowdown. A perfect detector names every fault at once.
+    """
+    if detector not in ("c4d", "watchdog", "perfect"):
+        raise ValueError(f"detector must be 'c4d', 'watchdog' or 'perfect', got {detector!r}")
+    stops, slowdowns = [], []
     for r in records:
         if r.fault is None or r.control:
             continue
-        if not r.c4d_correct:
-            detect.append(config.watchdog_s)
-            diag.append(config.manual_diagnosis_s)
-        elif r.fault.kind in SLOW_KINDS:
+        slow = r.fault.kind in SLOW_KINDS
+        if detector == "perfect":
+            found = (0.0, 0.0)
+        elif detector == "watchdog" or not r.c4d_correct:
+            found = (math.inf, 0.0) if slow else (config.watchdog_s, config.manual_diagnosis_s)
+        elif slow:
             needed = r.iterations_to_detection if np.isfinite(r.iterations_to_detection) else config.job.iterations
-            detect.append(needed * config.iteration_s)
-            diag.append(r.diagnose_s)
+            found = (needed * config.iteration_s, r.diagnose_s)
         else:
-            detect.append(r.detection_latency_s)
-            diag.append(r.diagnose_s)
-    return Recovery(float(np.mean(detect)), float(np.mean(diag)), config.restart_s, config.checkpoint_interval_s)
+            found = (r.detection_latency_s, r.diagnose_s)
+        if slow:
+            slowdowns.append(Outcome(False, *found, slow_fraction=r.slow_fraction))
+        else:
+            stops.append(Outcome(True, *found))
+    return stops, slowdowns
 
 
-def _detector_metrics(records: list[FaultRecord], correct: str) -> dict[str, float]:
+def downtime_model(config: Config, records: list[FaultRecord]) -> dict[str, object]:
+    """The downtime model fed with this run's faults: the fault rate at which the watchdog baseline loses
+    `baseline_downtime` under the mix `stop_share`, each detector's downtime there, and the curves over the
+    fault rate (× `rate_multipliers`) and over the mix (`stop_shares`, at that rate)."""
+    fed = {d: outcomes(config, records, d) for d in ("watchdog", "c4d", "perfect")}
+
+    def downtime(detector: str, rate: float, share: float) -> float:
+        stops, slowdowns = fed[detector]
+        return mixed_downtime(rate, stops, slowdowns, share, config.restart_s, config.checkpoint_interval_s)
+
+    rate = rate_for_downtime(config.baseline_downtime, lambda x: downtime("watchdog", x, config.stop_share))
+    rates = [m * rate for m in config.rate_multipliers]
+    return {
+        "rate": rate,
+        "at": {d: downtime(d, rate, config.stop_share) for d in fed},
+        "faults_per_node_day": [x * 24.0 / config.n_nodes for x in rates],
+        "stop_shares": list(config.stop_shares),
+        **{d: [downtime(d, x, config.stop_share) for x in rates] for d in fed},
+        **{f"{d}_by_mix": [downtime(d, rate, share) for share in config.stop_shares] for d in fed},
+    }
+
+
+def _detector_metrics(records: list[FaultRecord], correct: str, alarm: str) -> dict[str, float]:
     faulty = [r for r in records if r.fault is not None and not r.control]
     slow = [r for r in faulty if r.fault.kind in SLOW_KINDS]
     healthy = [r for r in records if r.fault is None]
-    # the negative control: faults both detectors see by the same rule (visible slow compute, hangs of a rank)
-    control = [r for r in records if r.control or (r.fault is not None and r.fault.kind == "hang")]
-    alarm = "diagnosis" if correct == "c4d_correct" else "baseline"
+    # faults every detector sees by the same per-rank rule: visible slow compute, a rank that hangs
+    visible = [r for r in records if r.control or (r.fault is not None and r.fault.kind == "hang")]
     return {
         "accuracy": float(np.mean([getattr(r, correct) for r in faulty])),
         "slow_detection_rate": float(np.mean([getattr(r, correct) for r in slow])),
         "false_alarm": float(np.mean([getattr(r, alarm).alarm for r in healthy])),
-        "control_named": float(np.mean([getattr(r, correct) for r in control])),
+        "control_named": float(np.mean([getattr(r, correct) for r in visible])),
     }
 
 
-def _c4d_metrics(config: Config, records: list[FaultRecord]) -> dict[str, dict[str, float]]:
-    watchdog = config.watchdog_recovery()
-    c4d = c4d_recovery(config, records)
-    job_rate = fault_rate_for_downtime(config.baseline_downtime, watchdog)  # faults per hour
+def _c4d_metrics(config: Config, records: list[FaultRecord], model: dict) -> dict[str, dict[str, float]]:
     hangs = [r.detection_latency_s for r in records if r.fault is not None and r.fault.kind not in SLOW_KINDS]
     itd = [r.iterations_to_detection for r in records if np.isfinite(r.iterations_to_detection)]
     faulty = [r for r in records if r.fault is not None and not r.control]
+    healthy = [r for r in records if r.fault is None]
     return {
         "c4d": {
-            **_detector_metrics(records, "c4d_correct"),
+            **_detector_metrics(records, "c4d_correct", "diagnosis"),
             "detection_latency_s": float(np.mean(hangs)),
             "iterations_to_detection": float(np.mean(itd)) if itd else float("nan"),
             "diagnose_ms": float(max(r.diagnose_s for r in records) * 1000.0),
-            "mean_detect_s": c4d.detect_s,
-            "downtime": 1 - effective_training_time(job_rate, c4d),
+            "step_ms": float(np.mean([step_ms(r.reports) for r in healthy])),
+            "downtime": model["at"]["c4d"],
         },
-        "perfect": {"downtime": 1 - effective_training_time(job_rate, replace(c4d, detect_s=0.0, diagnose_s=0.0))},
-        "last_arrival": _detector_metrics(records, "baseline_correct"),
+        "perfect": {"downtime": model["at"]["perfect"]},
+        "last_arrival": _detector_metrics(records, "baseline_correct", "baseline"),
+        "ping_mesh": {
+            **_detector_metrics(records, "mesh_correct", "mesh"),
+            "mesh_ms": float(np.mean([mesh_ms(r.reports) for r in healthy])),
+        },
         "slowest_collective": {"accuracy": float(np.mean([r.blamed_correct for r in faulty]))},
         "watchdog": {
-            "detection_latency_s": watchdog.detect_s,
-            "downtime": 1 - effective_training_time(job_rate, watchdog),
-            "faults_per_node_day": job_rate * 24.0 / config.n_nodes,
+            "detection_latency_s": config.watchdog_s,
+            "downtime": model["at"]["watchdog"],
+            "faults_per_node_day": model["rate"] * 24.0 / config.n_nodes,
         },
-    }
-
-
-def downtime_curve(config: Config, c4d: Recovery) -> dict[str, list[float]]:
-    """Error-induced downtime of both detectors against the per-node fault rate (the calibrated one × multipliers)."""
-    watchdog = config.watchdog_recovery()
-    job_rate = fault_rate_for_downtime(config.baseline_downtime, watchdog)
-    rates = [m * job_rate * 24.0 / config.n_nodes for m in config.rate_multipliers]
-    per_hour = [r * config.n_nodes / 24.0 for r in rates]
-    return {
-        "faults_per_node_day": rates,
-        "watchdog": [1 - effective_training_time(x, watchdog) for x in per_hour],
-        "c4d": [1 - effective_training_time(x, c4d) for x in per_hour],
     }
 
 
@@ -483,8 +563,11 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
     result = Result(config=config, seed=seed, metrics={})
     if "c4d" in config.parts:
         result.records, result.matrices, result.timeline = _c4d_experiment(config, seed)
-        result.metrics |= _c4d_metrics(config, result.records)
-        result.downtime = downtime_curve(config, c4d_recovery(config, result.records))
+        model = downtime_model(config, result.records)
+        result.metrics |= _c4d_metrics(config, result.records, model)
+        for arm, metrics in _validation(config, seed).items():
+            result.metrics[arm].update(metrics)
+        result.downtime = {k: v for k, v in model.items() if k not in ("rate", "at")}
     if "c4p" in config.parts:
         result.step_ratios, result.planned_max_load = _c4p_experiment(config, seed)
         result.metrics |= _c4p_metrics(result.step_ratios, result.planned_max_load)

@@ -23,14 +23,30 @@ from toyscale.core.boundary import Boundary
 
 from .diagnose import FAULT_KINDS, SLOW_KINDS, Fault, draw_faults, iterations_to_detection, last_arrival, run_session
 from .diagnose import diagnose as c4d_diagnose
-from .experiment import HASHING, Config, Result, run
+from .experiment import HASHING, Config, Result, ping_mesh, run
 
 #: The injected fault's size (ms) at the boundary's points: from below the noise to the default NIC fault and beyond.
 SIZE_POINTS = (2.0, 5.0, 10.0, 20.0, 40.0)
 #: The detectors the sweep judges every episode with.
-DETECTORS = ("c4d", "last_arrival")
+DETECTORS = ("c4d", "last_arrival", "ping_mesh")
 #: The per-episode outcomes the file keeps (one row per episode of a book-seed run).
-EPISODE_FIELDS = ("kind", "size_ms", "control", "c4d_correct", "baseline_correct", "iterations", "latency_s")
+EPISODE_FIELDS = (
+    "kind",
+    "size_ms",
+    "control",
+    "c4d_correct",
+    "baseline_correct",
+    "mesh_correct",
+    "iterations",
+    "latency_s",
+    "slow_fraction",
+)
+#: The downtime model's curves kept per seed (over the fault rate and over the fault mix).
+DOWNTIME_CURVES = (
+    "faults_per_node_day",
+    "stop_shares",
+    *(f"{d}{by}" for d in ("watchdog", "c4d", "perfect") for by in ("", "_by_mix")),
+)
 
 
 @dataclass
@@ -45,15 +61,16 @@ class Sweep:
     iterations: np.ndarray
     false_alarm: dict[str, np.ndarray]
 
-    def boundary(self) -> Boundary:
-        """Δ = C4D's share of faults named − the baseline's, per point and seed."""
-        deltas = self.named["c4d"].mean(axis=2) - self.named["last_arrival"].mean(axis=2)
+    def boundary(self, against: str = "last_arrival") -> Boundary:
+        """Δ = C4D's share of faults named − an alternative's (`against`), per point and seed."""
+        deltas = self.named["c4d"].mean(axis=2) - self.named[against].mean(axis=2)
+        name = "last arrival" if against == "last_arrival" else "ping mesh"
         return Boundary(
             "injected fault size (ms)",
             self.points,
             self.seeds,
             deltas,
-            "Δ share of slow faults named (C4D − last arrival)",
+            f"Δ share of slow faults named (C4D − {name})",
         )
 
 
@@ -64,6 +81,7 @@ class Reference:
     results: list[Result]
     episodes: list[dict[str, np.ndarray]]
     sweep: Sweep
+    downtime: list[dict[str, list[float]]]
 
 
 def sweep_session(config: Config, size_ms: float, seed: int) -> dict[str, object]:
@@ -71,7 +89,7 @@ def sweep_session(config: Config, size_ms: float, seed: int) -> dict[str, object
     drawn = draw_faults(config.job, 50_000 + seed, kinds=SLOW_KINDS)  # the same culprits at every size
     faults: list[Fault | None] = [None, *(Fault(f.kind, f.rank, f.peer, f.start, size_ms) for f in drawn)]
     runs = run_session(config.job, faults, seed=seed)
-    judges = {"c4d": c4d_diagnose, "last_arrival": last_arrival}
+    judges = {"c4d": c4d_diagnose, "last_arrival": last_arrival, "ping_mesh": ping_mesh}
     healthy, slow = runs[0], runs[1:]
     return {
         "false_alarm": {name: float(judge(healthy.reports, config.thresholds).alarm) for name, judge in judges.items()},
@@ -103,8 +121,10 @@ def _episodes(result: Result) -> dict[str, np.ndarray]:
             float(r.control),
             float(r.c4d_correct),
             float(r.baseline_correct),
+            float(r.mesh_correct),
             r.iterations_to_detection,
             r.detection_latency_s,
+            r.slow_fraction,
         )
         for r in result.records
     ]
@@ -126,6 +146,8 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
     }
     for i, result in enumerate(results):
         arrays |= {f"episodes_{i}_{k}": v for k, v in _episodes(result).items()}
+    for curve in DOWNTIME_CURVES:
+        arrays[f"downtime_{curve}"] = np.array([r.downtime[curve] for r in results], dtype=np.float64)
     for arm in HASHING:  # the queue-pair sweep (C4P's boundary): per seed, split and queue-pair count
         for split in ("val", "test"):
             arrays[f"qps_{arm}_{split}"] = np.array([r.qps_sweep[arm][split] for r in results], dtype=np.float64)
@@ -158,7 +180,10 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
         iterations=arrays["sweep_iterations"],
         false_alarm={d: arrays[f"sweep_false_alarm_{d}"] for d in DETECTORS},
     )
-    return Reference(results, episodes, sweep)
+    downtime = [
+        {curve: arrays[f"downtime_{curve}"][i].tolist() for curve in DOWNTIME_CURVES} for i in range(len(results))
+    ]
+    return Reference(results, episodes, sweep, downtime)
 
 
 def reference() -> Reference:
