@@ -75,8 +75,20 @@ POLICY_LABELS = {
     "always_general": "always r = 0 (general text only)",
 }
 BASELINE_POLICIES = POLICIES[1:]
-#: What the D-CPT arm fits: the law, or a falsifier's change (claims.FALSIFIERS).
-METHODS = ("dcpt", "r_blind", "no_interaction")
+#: The extrapolation in r (`ratio_extrapolation`): the law and its alternatives, each predicting the ratios above
+#: the fitted ones from the same runs.
+EXTRAPOLATION_ARMS = ("dcpt", "nearest", "linear", "per_ratio")
+EXTRAPOLATION_LABELS = {
+    "dcpt": "D-CPT Law",
+    "nearest": "nearest fitted ratio",
+    "linear": "linear in r",
+    "per_ratio": "per-ratio Chinchilla",
+}
+#: What the D-CPT arm fits: the law, or a falsifier's change (claims.FALSIFIERS): the law blind to r, without its
+#: interaction, or an alternative of the extrapolation in r (or the per-ratio laws) under the law's name.
+METHODS = ("dcpt", "r_blind", "no_interaction", "per_ratio", "nearest", "linear")
+#: The methods that are no law: they predict the extrapolation in r only.
+READERS = ("nearest", "linear")
 
 
 @dataclass(frozen=True)
@@ -92,6 +104,10 @@ class Config:
     huber_delta: float = HUBER_DELTA  # Huber's δ on residuals of log loss
     tolerance: float = 0.05  # T: the chosen ratio's general loss may exceed the r = 0 run's by a factor (1 + T)
     decision_ratios: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # ratios the cheap runs for the decision train
+    # the extrapolation in r (claims.EXTRAPOLATION_REGIME): fit every run at r ≤ this ratio, predict every higher one
+    fit_ratio_max: float = 0.5
+    extrapolation: bool = True  # score the extrapolation in r (`ratio_extrapolation`)
+    decision: bool = True  # make and score the decision (a falsifier of a prediction claim skips it)
     general_fits: bool = True  # also fit the D-CPT Law to the general loss of each split (figures, no claim)
     control: bool = True  # also score the negative control: one checkpoint beyond the fitted range
     method: str = "dcpt"  # what the D-CPT arm fits; a falsifier puts the law blind to r, or without its interaction
@@ -124,8 +140,19 @@ class Config:
             )
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if not self.splits or any(split not in SPLITS for split in self.splits):
-            raise ValueError(f"splits must be a non-empty subset of {SPLITS}, got {self.splits}")
+        if any(split not in SPLITS for split in self.splits) or not (self.splits or self.extrapolation):
+            raise ValueError(f"splits must be a subset of {SPLITS}, non-empty without extrapolation, got {self.splits}")
+        fitted = [r for r in self.grid.ratios if r <= self.fit_ratio_max]
+        if len(fitted) < 3 or len(fitted) == len(self.grid.ratios):
+            raise ValueError(
+                f"fit_ratio_max must leave at least 3 of the ratios {self.grid.ratios} fitted and one above, "
+                f"got {self.fit_ratio_max!r}"
+            )
+        if self.method in READERS and (self.splits or self.control or self.decision or self.general_fits):
+            raise ValueError(
+                f"method {self.method!r} reads measured ratios and predicts only the extrapolation in r: "
+                "use it with splits=(), control=False, decision=False and general_fits=False"
+            )
         if "dcpt" not in self.arms or any(arm not in ARMS for arm in self.arms):
             raise ValueError(f"arms must be a subset of {ARMS} holding 'dcpt', got {self.arms}")
 
@@ -201,8 +228,12 @@ def fit_arm(form: str, points: dict[str, np.ndarray], config: Config, seed: int)
 
 
 def _law_form(config: Config) -> str:
-    """The form the D-CPT arm fits: the law, or (falsifiers) the law blind to r or without its interaction."""
-    return {"dcpt": "dcpt", "r_blind": "chinchilla", "no_interaction": "no_interaction"}.get(config.method, "dcpt")
+    """The form the D-CPT arm fits: the law, or (falsifiers) the law blind to r, without its interaction, or the
+    per-ratio laws."""
+    forms = {"dcpt": "dcpt", "r_blind": "chinchilla", "no_interaction": "no_interaction", "per_ratio": "per_ratio"}
+    if config.method not in forms:
+        raise ValueError(f"method {config.method!r} fits no law")
+    return forms[config.method]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,6 +294,19 @@ def law_free(split: str, grid: Grid, held_out: np.ndarray) -> np.ndarray:
     raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
 
 
+def linear_in_r(grid: Grid, fitted: np.ndarray, held_out: np.ndarray, loss: str = "domain") -> np.ndarray:
+    """At each held-out point: the line through the measured losses of the two highest fitted ratios at the same
+    N and checkpoint, extended to the point's ratio (the law-free extrapolation in r that follows the slope)."""
+    L = getattr(grid, f"L_{loss}")
+    out = np.empty(int(held_out.sum()))
+    for i, j in enumerate(np.flatnonzero(held_out)):
+        same = fitted & np.equal(grid.N, grid.N[j]) & np.equal(grid.step, grid.step[j])
+        order = np.argsort(grid.r[same])
+        (r1, r2), (l1, l2) = grid.r[same][order][-2:], L[same][order][-2:]
+        out[i] = l2 + (grid.r[j] - r2) * (l2 - l1) / (r2 - r1)
+    return out
+
+
 def rmse(y: np.ndarray, y_hat: np.ndarray) -> float:
     """Root mean squared error, in the losses' unit (bits per character)."""
     y, y_hat = np.asarray(y, dtype=np.float64), np.asarray(y_hat, dtype=np.float64)
@@ -311,6 +355,56 @@ def predictions(split: str, grid: Grid, held_out: np.ndarray, config: Config, se
         laws[arm] = law
         out[arm] = law.predict(test["N"], test["D"], test["r"])
     return {"points": test, "predicted": out, "laws": laws}
+
+
+def _extrapolated(arm: str, grid: Grid, fitted: np.ndarray, held_out: np.ndarray, config: Config, seed: int):
+    """One arm's prediction of the held-out domain loss in the extrapolation in r, from the fitted runs."""
+    if arm == "nearest":
+        return neighbour_interpolation(grid, fitted, held_out)
+    if arm == "linear":
+        return linear_in_r(grid, fitted, held_out)
+    test = _points(grid, held_out, "domain")
+    law = fit_arm(arm, _points(grid, fitted, "domain"), config, seed)
+    return law.predict(test["N"], test["D"], test["r"])
+
+
+def extrapolation_masks(grid: Grid, fit_ratio_max: float) -> dict[str, np.ndarray]:
+    """The extrapolation in r's fitted and held-out runs, and its validation inside the fitted runs.
+
+    fit: every run at r ≤ fit_ratio_max; test: every run above; val_fit / val_test: the same one step of
+    the grid lower (fitted up to the second-highest fitted ratio, predicting the highest), so that an
+    alternative is picked from the fitted runs alone.
+    """
+    fitted_ratios = sorted(q for q in grid.config.ratios if q <= fit_ratio_max)
+    return {
+        "fit": np.less_equal(grid.r, fit_ratio_max),
+        "test": np.greater(grid.r, fit_ratio_max),
+        "val_fit": np.less_equal(grid.r, fitted_ratios[-2]),
+        "val_test": np.equal(grid.r, fitted_ratios[-1]),
+    }
+
+
+def ratio_extrapolation(grid: Grid, config: Config, seed: int) -> dict[str, dict[str, float]]:
+    """Fit every run at r ≤ `config.fit_ratio_max`, predict every run above it: each arm's RMSE (bits/char).
+
+    Per arm of `EXTRAPOLATION_ARMS`: `rmse_extrapolated` on the held-out higher ratios, and for the
+    alternatives `val_rmse_extrapolated`, the same extrapolation one grid step lower inside the fitted
+    runs, which picks the strongest alternative per seed. The 'dcpt' arm fits `config.method`'s form, or
+    (a falsifier) reads the measured ratios as an alternative does.
+    """
+    masks = extrapolation_masks(grid, config.fit_ratio_max)
+    actual, val_actual = grid.L_domain[masks["test"]], grid.L_domain[masks["val_test"]]
+    out: dict[str, dict[str, float]] = {}
+    for arm in EXTRAPOLATION_ARMS:
+        how = arm
+        if arm == "dcpt":
+            how = config.method if config.method in READERS else _law_form(config)
+        predicted = _extrapolated(how, grid, masks["fit"], masks["test"], config, seed)
+        out[arm] = {"rmse_extrapolated": rmse(actual, predicted)}
+        if arm != "dcpt":
+            val = _extrapolated(how, grid, masks["val_fit"], masks["val_test"], config, seed)
+            out[arm]["val_rmse_extrapolated"] = rmse(val_actual, val)
+    return out
 
 
 def extrapolation_delta(
@@ -497,6 +591,20 @@ def _final(grid: Grid, N: float, loss: str) -> np.ndarray:
     return getattr(grid, f"L_{loss}")[rows][order]
 
 
+def general_drift(grid: Grid) -> list[float]:
+    """Per size, in size order: how far general-only CPT moves the general model's loss, as a share of it.
+
+    L_general of the r = 0 run at the last D over the general model's loss before CPT, minus 1: about 0 for
+    a converged base model (the paper's premise, `claims.BASE_REGIME`), clearly negative for one that
+    general text still teaches.
+    """
+    out = []
+    for size, start in enumerate(grid.start_L_general):
+        rows = np.equal(grid.size, size) & np.equal(grid.r, min(grid.config.ratios)) & np.equal(grid.D, grid.D.max())
+        out.append(float(grid.L_general[rows][0] / start - 1.0))
+    return out
+
+
 def limit(grid: Grid, N: float, tolerance: float) -> float:
     """The general-loss limit of size N at the last D: (1 + T) times the general loss of its r = 0 run.
 
@@ -554,7 +662,8 @@ def decision(grid: Grid, config: Config, seed: int) -> tuple[dict, dict, dict]:
         "always_domain": 0.0,
         "always_general": 0.0,
     }
-    metrics: dict[str, float] = {"best_ratio": float(ratios[best]), "limit": bound}
+    start = float(grid.start_L_general[np.argmax(grid.start_N)])
+    metrics: dict[str, float] = {"best_ratio": float(ratios[best]), "limit": bound, "start_general": start}
     for policy, i in picks.items():
         regret, excess = float(L_domain[i] - L_domain[best]), float(L_general[i] - bound)
         metrics[f"{policy}_ratio"] = float(ratios[i])
@@ -572,6 +681,7 @@ def decision(grid: Grid, config: Config, seed: int) -> tuple[dict, dict, dict]:
         "actual_general": L_general,
         "actual_domain": L_domain,
         "limit": bound,
+        "start_general": start,
         "picks": {policy: float(ratios[i]) for policy, i in picks.items()},
         "best": float(ratios[best]),
         "N": float(N_max),
@@ -616,10 +726,16 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
             metrics["dcpt"][f"rmse_general_{split}"] = rmse(general_test["L"], predicted)
             held_out[split]["general"] = {"L": general_test["L"], "predicted": predicted}
     metrics["grid"] = {"checkpoint_noise": checkpoint_noise(grid), "general_noise": checkpoint_noise(grid, "general")}
+    metrics["grid"].update({f"drift_{i}": d for i, d in enumerate(general_drift(grid))})
     if config.control:
         metrics["control"] = extrapolation_delta(grid, int(grid.step.max()) // config.grid.eval_every - 1, config, seed)
-    metrics["decision"], choice, decision_laws = decision(grid, config, seed)
-    laws.update(decision_laws)
+    if config.extrapolation:
+        for arm, found in ratio_extrapolation(grid, config, seed).items():
+            metrics.setdefault(arm, {}).update(found)
+    choice: dict = {}
+    if config.decision:
+        metrics["decision"], choice, decision_laws = decision(grid, config, seed)
+        laws.update(decision_laws)
     curves = _curves(grid, laws, config) if "dcpt_model" in laws else {}
     return Result(config, seed, held_ratios, metrics, held_out, curves, choice, laws)
 
