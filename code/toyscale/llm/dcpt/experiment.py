@@ -408,7 +408,7 @@ def ratio_extrapolation(grid: Grid, config: Config, seed: int) -> dict[str, dict
 
 
 def extrapolation_delta(
-    grid: Grid, checkpoints: int, config: Config, seed: int, *, interaction: bool = False
+    grid: Grid, checkpoints: int, config: Config, seed: int, *, interaction: bool = False, per_ratio: bool = False
 ) -> dict[str, float]:
     """Fit on each run's first `checkpoints` checkpoints, predict its last: RMSE of carry-forward and of the law.
 
@@ -421,11 +421,14 @@ def extrapolation_delta(
     if not 1 < checkpoints < last // step:
         raise ValueError(f"checkpoints must lie in [2, {last // step - 1}], got {checkpoints!r}")
     fitted, held_out = grid.step <= checkpoints * step, np.equal(grid.step, last)
-    return _scored(grid, fitted, held_out, carry_forward(grid, fitted, held_out), config, seed, interaction)
+    free = carry_forward(grid, fitted, held_out)
+    return _scored(grid, fitted, held_out, free, config, seed, interaction, per_ratio)
 
 
 def ratio_extrapolation_delta(grid: Grid, steps_out: int, config: Config, seed: int) -> dict[str, float]:
-    """How far in r the held-out runs lie from the fitted ratios: RMSE of the law and of neighbour interpolation.
+    """How far in r the held-out runs lie from the fitted ratios: RMSE of the law, of neighbour interpolation (the
+    nearest fitted ratio beyond them), of the line in r through the two highest fitted ratios (`linear_delta`;
+    neighbour interpolation at distance 0) and of the per-ratio laws.
 
     `steps_out` = 0 is the "ratio" split (held-out interior ratios, each between two fitted ones);
     `steps_out` = k > 0 fits the ratios up to the k-th below r = 1 (every size, every checkpoint)
@@ -441,7 +444,11 @@ def ratio_extrapolation_delta(grid: Grid, steps_out: int, config: Config, seed: 
     else:
         held_out = np.equal(grid.r, ratios[-1])
         fitted = np.less_equal(grid.r, ratios[-1 - steps_out])
-    return _scored(grid, fitted, held_out, neighbour_interpolation(grid, fitted, held_out), config, seed)
+    out = _scored(grid, fitted, held_out, neighbour_interpolation(grid, fitted, held_out), config, seed, per_ratio=True)
+    linear = linear_in_r(grid, fitted, held_out) if steps_out else neighbour_interpolation(grid, fitted, held_out)
+    out["linear_rmse"] = rmse(grid.L_domain[held_out], linear)
+    out["linear_delta"] = out["linear_rmse"] - out["dcpt_rmse"]
+    return out
 
 
 #: The size sweep's fits: (fitted size indices, held-out size index); the first holds out a size inside the range.
@@ -466,7 +473,7 @@ def size_extrapolation_delta(
         predicted = size_interpolation(grid, max(below), min(above), held_out)
     else:
         predicted = shifted_curve(grid, held_out, source=float(grid.N[np.equal(grid.size, max(below))][0]))
-    return _scored(grid, fitted, held_out, predicted, config, seed)
+    return _scored(grid, fitted, held_out, predicted, config, seed, per_ratio=True)
 
 
 def size_interpolation(grid: Grid, low: int, high: int, held_out: np.ndarray) -> np.ndarray:
@@ -492,11 +499,13 @@ def _scored(
     config: Config,
     seed: int,
     interaction: bool = True,
+    per_ratio: bool = False,
 ) -> dict[str, float]:
     """The law fitted on `fitted` against a law-free prediction of the `held_out` domain loss (RMSE, bits/char).
 
     `delta` = law-free − D-CPT; with `interaction`, also the law without its interaction term fitted on the same
-    points, `interaction_delta` = no interaction − D-CPT (positive: the law is better).
+    points, `interaction_delta` = no interaction − D-CPT (positive: the law is better); with `per_ratio`, the
+    per-ratio Chinchilla laws fitted on the same points, `per_ratio_delta` = per-ratio − D-CPT.
     """
     fit_points, test = _points(grid, fitted, "domain"), _points(grid, held_out, "domain")
     law = fit_arm(_law_form(config), fit_points, config, seed)
@@ -507,18 +516,34 @@ def _scored(
         plain = fit_arm("no_interaction", fit_points, config, seed)
         out["no_interaction_rmse"] = rmse(test["L"], plain.predict(test["N"], test["D"], test["r"]))
         out["interaction_delta"] = out["no_interaction_rmse"] - law_rmse
+    if per_ratio:
+        laws = fit_arm("per_ratio", fit_points, config, seed)
+        out["per_ratio_rmse"] = rmse(test["L"], laws.predict(test["N"], test["D"], test["r"]))
+        out["per_ratio_delta"] = out["per_ratio_rmse"] - law_rmse
     return out
 
 
 #: What each boundary compares the law with: the law-free predictor, and the law without its interaction term.
 BOUNDARY_DELTAS = {
     "law_free": ("delta", "Δ RMSE (law-free − D-CPT), bits/char"),
+    "linear": ("linear_delta", "Δ RMSE (linear in r − D-CPT), bits/char"),
+    "per_ratio": ("per_ratio_delta", "Δ RMSE (per-ratio Chinchilla − D-CPT), bits/char"),
     "no_interaction": ("interaction_delta", "Δ RMSE (no interaction − D-CPT), bits/char"),
+}
+#: The comparisons of each axis: the law-free predictor, the per-ratio laws (the strongest alternative on the
+#: held-out splits) and the law without its interaction; in r also the line through the two highest fitted ratios.
+AXIS_COMPARISONS = {
+    "ratio": ("law_free", "linear", "per_ratio", "no_interaction"),
+    "tokens": ("law_free", "per_ratio", "no_interaction"),
+    "size": ("law_free", "per_ratio", "no_interaction"),
 }
 
 
-def _axis_sweep(deltas, points: Sequence[float], seeds: Sequence[int], parameter: str) -> dict[str, Boundary]:
-    """Both boundaries of one axis from one set of fits: `deltas(point, seed)` returns `_scored`'s dict."""
+def _axis_sweep(
+    deltas, points: Sequence[float], seeds: Sequence[int], parameter: str, axis: str
+) -> dict[str, Boundary]:
+    """Every comparison of one axis (`AXIS_COMPARISONS`) from one set of fits: `deltas(point, seed)` returns
+    `_scored`'s dict."""
     found: dict[tuple[float, int], dict[str, float]] = {}
 
     def read(key: str):
@@ -532,6 +557,7 @@ def _axis_sweep(deltas, points: Sequence[float], seeds: Sequence[int], parameter
     return {
         name: sweep(read(key), points, seeds, parameter=parameter, delta_name=label)
         for name, (key, label) in BOUNDARY_DELTAS.items()
+        if name in AXIS_COMPARISONS[axis]
     }
 
 
@@ -546,6 +572,7 @@ def ratio_boundary(config: Config, steps_out: Sequence[int], seeds: Sequence[int
         list(by_distance),
         seeds,
         "distance Δr of the held-out ratio from the fitted ratios",
+        "ratio",
     )
 
 
@@ -560,6 +587,7 @@ def size_boundary(config: Config, seeds: Sequence[int], fits: Sequence = SIZE_FI
         list(by_factor),
         seeds,
         "N of the held-out model over the largest fitted N",
+        "size",
     )
 
 
@@ -572,10 +600,13 @@ def extrapolation_boundary(config: Config, checkpoints: Sequence[int], seeds: Se
     grids = {seed: load_grid(seed, config.grid) for seed in seeds}
     by_factor = {n / k: k for k in checkpoints}
     return _axis_sweep(
-        lambda factor, seed: extrapolation_delta(grids[seed], by_factor[factor], config, seed, interaction=True),
+        lambda factor, seed: extrapolation_delta(
+            grids[seed], by_factor[factor], config, seed, interaction=True, per_ratio=True
+        ),
         list(by_factor),
         seeds,
         "extrapolation factor D_last / D_fit",
+        "tokens",
     )
 
 

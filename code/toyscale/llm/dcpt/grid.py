@@ -275,7 +275,10 @@ def reference_arrays(grid: GridConfig | None = None, seeds: tuple[int, ...] = CO
     """The committed file's arrays: the grid of every seed in `seeds` (default: book, calibration, confirmation).
 
     Per seed s, the columns of `grid_arrays` prefixed `s<s>/`; `grid` holds `GridConfig.key()` and
-    `seeds` the seeds. About two minutes of CPU per seed on one free core.
+    `seeds` the seeds. About two minutes of CPU per seed on one free core. A seed whose grid of the same
+    settings was already built by `build_grid` (`python -m toyscale.llm.dcpt --build-grids`, the same
+    computation, kept under `data/cache/`) is read from there, so the rebuild can be spread over several
+    processes or sessions.
     """
     grid = grid or GridConfig()
     out: dict[str, np.ndarray] = {
@@ -283,7 +286,10 @@ def reference_arrays(grid: GridConfig | None = None, seeds: tuple[int, ...] = CO
         "seeds": np.asarray(seeds, dtype=np.int64),
     }
     for seed in seeds:
-        arrays = grid_arrays(grid, seed)
+        path = cache_path(grid, seed)
+        arrays = load_arrays(path, rebuild_hint=build_command([seed])) if path.is_file() else grid_arrays(grid, seed)
+        if bytes(arrays["grid"]).decode() != grid.key():
+            raise DataError(f"{path} was made with other grid settings than {grid}; delete it and rerun")
         del arrays["grid"]
         out.update({f"s{seed}/{k}": v for k, v in arrays.items()})
     return out

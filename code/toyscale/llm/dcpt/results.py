@@ -21,7 +21,7 @@ from toyscale.core import BOOK_SEEDS
 from toyscale.core.boundary import Boundary
 
 from .experiment import (
-    BOUNDARY_DELTAS,
+    AXIS_COMPARISONS,
     Config,
     Result,
     extrapolation_boundary,
@@ -46,7 +46,7 @@ class Reference:
 
     results: the book's seeds; confirmation: the confirmation grids' seeds (`CONFIRMATION_GRID_SEEDS`, what
     `reproduce --seed-start 3000` checks); boundaries[axis][comparison]: axis in `AXES`, comparison in
-    `BOUNDARY_DELTAS` ('law_free', 'no_interaction').
+    `AXIS_COMPARISONS[axis]` ('law_free', 'per_ratio', 'no_interaction'; in r also 'linear').
     """
 
     results: list[Result]
@@ -115,7 +115,7 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
     """Unpack what `reference_arrays` stored."""
     boundaries: dict[str, dict[str, Boundary]] = {}
     for axis in AXES:
-        for comparison in BOUNDARY_DELTAS:
+        for comparison in AXIS_COMPARISONS[axis]:
             prefix = f"boundary_{axis}_{comparison}/"
             stored = {key.removeprefix(prefix): value for key, value in arrays.items() if key.startswith(prefix)}
             boundaries.setdefault(axis, {})[comparison] = Boundary.from_arrays(stored)
