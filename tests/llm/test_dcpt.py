@@ -213,7 +213,8 @@ def test_linear_in_r_extends_the_two_highest_fitted_ratios_and_is_exact_on_a_lin
     masks = experiment.extrapolation_masks(grid, 0.5)
     assert set(grid.r[masks["fit"]]) == {r for r in dcpt.RATIOS if r <= 0.5}
     assert set(grid.r[masks["test"]]) == {r for r in dcpt.RATIOS if r > 0.5}
-    assert set(grid.r[masks["val_test"]]) == {0.5} and set(grid.r[masks["val_fit"]]) == {0.0, 0.125, 0.25, 0.375}
+    # validation: the same split inside the fitted runs, their lower half fitted, the upper half predicted
+    assert set(grid.r[masks["val_fit"]]) == {0.0, 0.125, 0.25} and set(grid.r[masks["val_test"]]) == {0.375, 0.5}
     predicted = dcpt.linear_in_r(grid, masks["fit"], masks["test"])
     np.testing.assert_allclose(predicted, grid.L_domain[masks["test"]])
     # the nearest fitted ratio reads r = 1/2 at the same size and checkpoint: off by r − 1/2 on this loss

@@ -143,9 +143,9 @@ class Config:
         if any(split not in SPLITS for split in self.splits) or not (self.splits or self.extrapolation):
             raise ValueError(f"splits must be a subset of {SPLITS}, non-empty without extrapolation, got {self.splits}")
         fitted = [r for r in self.grid.ratios if r <= self.fit_ratio_max]
-        if len(fitted) < 3 or len(fitted) == len(self.grid.ratios):
+        if len(fitted) < 4 or len(fitted) == len(self.grid.ratios):
             raise ValueError(
-                f"fit_ratio_max must leave at least 3 of the ratios {self.grid.ratios} fitted and one above, "
+                f"fit_ratio_max must leave at least 4 of the ratios {self.grid.ratios} fitted and one above, "
                 f"got {self.fit_ratio_max!r}"
             )
         if self.method in READERS and (self.splits or self.control or self.decision or self.general_fits):
@@ -371,16 +371,19 @@ def _extrapolated(arm: str, grid: Grid, fitted: np.ndarray, held_out: np.ndarray
 def extrapolation_masks(grid: Grid, fit_ratio_max: float) -> dict[str, np.ndarray]:
     """The extrapolation in r's fitted and held-out runs, and its validation inside the fitted runs.
 
-    fit: every run at r ≤ fit_ratio_max; test: every run above; val_fit / val_test: the same one step of
-    the grid lower (fitted up to the second-highest fitted ratio, predicting the highest), so that an
-    alternative is picked from the fitted runs alone.
+    fit: every run at r ≤ fit_ratio_max; test: every run above; val_fit / val_test: the same split inside
+    the fitted runs (their lower half of ratios fitted, at least three, the upper half predicted), so that an
+    alternative is picked from the fitted runs alone, on an extrapolation of the same kind.
     """
     fitted_ratios = sorted(q for q in grid.config.ratios if q <= fit_ratio_max)
+    lower = fitted_ratios[: max(3, (len(fitted_ratios) + 1) // 2)]
+    if len(lower) == len(fitted_ratios):
+        raise ValueError(f"fit_ratio_max = {fit_ratio_max} leaves too few fitted ratios to validate on")
     return {
         "fit": np.less_equal(grid.r, fit_ratio_max),
         "test": np.greater(grid.r, fit_ratio_max),
-        "val_fit": np.less_equal(grid.r, fitted_ratios[-2]),
-        "val_test": np.equal(grid.r, fitted_ratios[-1]),
+        "val_fit": np.less_equal(grid.r, lower[-1]) & np.less_equal(grid.r, fit_ratio_max),
+        "val_test": np.greater(grid.r, lower[-1]) & np.less_equal(grid.r, fit_ratio_max),
     }
 
 
