@@ -123,7 +123,7 @@ set_threads(1)  # small tensors: one thread is the fastest and keeps results sta
 # **The Cross-Domain D-CPT Law** (not built here) adds a term with a domain-specific
 # coefficient $K$, computed from a cheap probe of a new domain: its loss at the start of CPT and
 # how fast that loss falls in the first steps. The other constants are shared across domains,
-# so a new domain needs only the probe, about 1 % of the cost of fitting its own law. A toy
+# so a new domain needs only the probe, by the paper's count **about 1 %** of the cost of fitting its own law. A toy
 # with one domain pair has nothing to share across, so this chapter only describes it.
 
 # %% [markdown]
@@ -163,9 +163,8 @@ Table(
 # **One seed, one independent grid.** The seed draws everything: which parts of the text are
 # held out, every model's initialisation, every batch. So the claims below are paired over
 # independent grids, and a win on four of five seeds is four wins of five. A grid takes a
-# couple of minutes of CPU, far too long for a notebook, so the grids of the book's seeds (0 to
-# 4), of twelve calibration seeds (1000 to 1011, where every margin below was set) and of five
-# confirmation seeds (3000 to 3004, for `python -m toyscale reproduce dcpt --seed-start 3000`) are
+# minute or two of CPU, far too long for a notebook, so the grids of the book's seeds (0 to 4)
+# and of twelve calibration seeds (1000 to 1011, where every margin below was set) are
 # committed (`data/llm/dcpt_grid.npz`, checksum-verified on load, remade by
 # `python -m toyscale data --rebuild dcpt_grid`); a grid of any other seed is trained the first
 # time it is asked for and kept under `data/cache/`. The chapter's tests rerun the start of a
@@ -264,7 +263,7 @@ assert torch.allclose(by_hand, by_autograd, rtol=1e-9, atol=1e-15)
 # %% [markdown]
 # ### Fitting a law we know
 #
-# Before trusting the fit on real runs, give it points drawn from a known law, with 0.5 %
+# Before trusting the fit on real runs, give it points drawn from a known law, with half a percent of
 # noise, at the grid's sizes, tokens and ratios. Fit on the three smaller sizes and predict
 # the largest. Look at two things: the predictions agree with the truth, while some fitted
 # constants do not. With nine constants and a few hundred points several combinations fit
@@ -469,10 +468,12 @@ Table(
 # **per-ratio Chinchilla laws**, which cannot move in $r$ either (beyond the fitted ratios they
 # give the nearest one's law). The claim fits every run at $r \le$
 # {glue:text}`fit_ratio_max:.2f` (the lower half of the range, never pure domain text) and
-# predicts every run above, at every size and checkpoint. Which alternative the law is compared
-# with is picked on each grid by the same extrapolation one grid step lower, inside the fitted
-# runs (fitted up to the second-highest fitted ratio, predicting the highest), so the pick never
-# reads the held-out ratios:
+# predicts every run above, at every size and checkpoint. The law must beat **each** of the
+# three, that is the best of them on the held-out ratios themselves. A practitioner would pick
+# one on validation, and the table shows why that is not enough here: the same split inside the
+# fitted runs (their lower half of ratios fitted, the upper half predicted) scores the
+# alternatives where the loss is still close to straight in $r$, so it rewards the line, which
+# then overshoots where the loss bends:
 
 # %%
 glue("fit_ratio_max", dcpt.Config().fit_ratio_max, display=False)
@@ -497,6 +498,19 @@ Table(
     ],
     caption="Held-out domain loss at the ratios above the fitted ones (bits/char), mean ± sd over the book grids",
 )
+val_picks = [
+    min(
+        ("nearest", "linear", "per_ratio"),
+        key=lambda a, r=r: r.metrics[a]["val_rmse_extrapolated"],
+    )
+    for r in reference.results
+]
+glue("val_picks_linear", val_picks.count("linear"), display=False)
+glue("val_picks_n", len(val_picks), display=False)
+
+# %% [markdown]
+# On validation the line is the best alternative on {glue:text}`val_picks_linear` of the
+# {glue:text}`val_picks_n` book grids; on the held-out ratios it is the worst of the three.
 
 # %% [markdown]
 # ### Where the law pays: how far the held-out runs lie from the fitted range
@@ -629,38 +643,22 @@ glue(
 claims_table(outcomes)
 
 # %% [markdown]
-# The same claims on the five **confirmation grids** (seeds 3000 to 3004), with the margins and
-# win rules unchanged: no margin or choice was made after looking at them, and a claim that
-# fails there is reported, not retuned. Their metrics are committed with the book's; `python -m
-# toyscale reproduce dcpt --seeds 5 --strict --seed-start 3000` recomputes them.
-
-# %%
-confirmation = check_results(
-    dcpt.CLAIMS,
-    reference.confirmation,
-    dcpt.CONFIRMATION_GRID_SEEDS,
-    chapter="dcpt",
-)
-for o in confirmation:
-    glue(f"{o.claim.id}_confirmation_status", o.status, display=False)
-glue("confirmation_tally", tally(confirmation).line(), display=False)
-claims_table(confirmation)
-
-# %% [markdown]
-# The scorecard line for this chapter: {glue:text}`tally` (book grids);
-# {glue:text}`confirmation_tally` (confirmation grids).
+# The scorecard line for this chapter: {glue:text}`tally`. Fresh grids check the same claims
+# with the margins unchanged: `python -m toyscale reproduce dcpt --seeds 5 --strict
+# --seed-start 3000` trains the five confirmation grids (no margin or choice was made on them)
+# and reports a claim that fails there, never retuned.
 #
 # **Where the law pays: ratios that were not run.** Fitted on the lower half of the ratios and
 # asked for the upper half, the law beats the strongest of the nearest fitted ratio, the line in
-# $r$ and the per-ratio laws (status: {glue:text}`extrapolated_ratio_status` on the book grids,
-# {glue:text}`extrapolated_ratio_confirmation_status` on the confirmation grids; mean advantage
-# {glue:text}`extrapolated_ratio_delta:+.4f` bits/char on the book grids). Its terms in $r$,
+# $r$ and the per-ratio laws, each of them (status: {glue:text}`extrapolated_ratio_status`; mean
+# advantage over the nearest fitted ratio {glue:text}`extrapolated_ratio_delta:+.4f` bits/char on
+# the book grids). Its terms in $r$,
 # $r^\eta$ and $C/(r+\epsilon)^\gamma$, carry the curvature of the loss in $r$ beyond the
 # measured ratios, which neither reading the measurements nor per-ratio laws can: the nearest
 # ratio stays where the measurements end, and a line through the last two overshoots as the
 # loss flattens towards pure domain text. Fitted without its ratio terms the law fails, and each
-# alternative in the law's place fails against the strongest remaining one, so the margin is
-# one that only the law's form clears on the calibration grids. Between two fitted ratios there
+# alternative in the law's place fails against the remaining ones, so the margin is one that
+# only the law's form clears on the calibration grids. Between two fitted ratios there
 # is nothing to extrapolate, and there the law gains nothing over the measured neighbours, as
 # the control requires (status: {glue:text}`interior_ratio_no_gain_status`).
 #
@@ -675,9 +673,8 @@ claims_table(confirmation)
 # interaction term does not help either (status: {glue:text}`interaction_term_status`): inside
 # the fitted range of $N$ and $D$ the slope is interpolated with or without it. Beyond the
 # fitted $N$ and $D$ the interaction term is meant to pay, and its gain over the law without it
-# is not established (status: {glue:text}`interaction_extrapolates_status` on the book grids,
-# {glue:text}`interaction_extrapolates_confirmation_status` on the confirmation grids): the
-# calibration record has the windows, and the per-ratio laws in the law's place gain as much.
+# is not established (status: {glue:text}`interaction_extrapolates_status`): the calibration
+# record has the windows, and the per-ratio laws in the law's place gain as much.
 #
 # **The decision.** On base models in the regime, the law's choice beats the trivial policies
 # by far (always pure domain text breaks the limit, always general text forgoes the domain),
@@ -701,7 +698,7 @@ claims_table(confirmation)
 #
 # The law's value is the cost it saves. A rough count for a 7B-parameter model and 10B tokens
 # of CPT per run (assumptions for the estimate, not the paper's), with training compute
-# $6ND$ and the fitting runs at 0.5B and 1.5B parameters on five ratios, against a grid search
+# $6ND$ and the fitting runs at $0.5$B and $1.5$B parameters on five ratios, against a grid search
 # of nine ratios at 7B and one on a 3B model:
 
 # %%
