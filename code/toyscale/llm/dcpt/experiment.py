@@ -12,6 +12,12 @@ second-largest model's curve shifted by the gap between the two general models' 
 the last fitted checkpoint carried forward). The grid's **checkpoint noise** (from second
 differences along each curve) is the yardstick beside them.
 
+The **extrapolation in r** (`ratio_extrapolation`) is the law's use as a mixture law: fitted on
+every run at r ≤ `fit_ratio_max`, it predicts every run above, against the nearest fitted ratio,
+the line in r through the two highest fitted ratios, and per-ratio Chinchilla laws (which give
+the nearest fitted ratio's law beyond the fitted ratios); a validation extrapolation inside the
+fitted runs is reported for the alternatives.
+
 The **decision** fits the law to a cheap part of the grid (the three smaller models at five
 ratios) and picks the domain ratio for the largest model at the last D that keeps its general
 loss within (1 + T) of the same model continued on general text alone (the r = 0 run, so the
@@ -730,7 +736,8 @@ def decision(grid: Grid, config: Config, seed: int) -> tuple[dict, dict, dict]:
 
 
 def run(config: Config | None = None, *, seed: int = 0) -> Result:
-    """Fit the law and its baselines on three held-out splits of grid `seed`, then make the decision."""
+    """Fit the law and its baselines on three held-out splits of grid `seed` and extrapolate it in r, then make
+    the decision (each part as `config` asks)."""
     config = config or Config()
     if not isinstance(config, Config):
         raise TypeError(f"config must be a dcpt.Config, got {type(config).__name__}")
