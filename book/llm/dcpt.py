@@ -686,9 +686,10 @@ claims_table(outcomes)
 # a few times the noise, and the law is not the best of them. At unseen ratios the
 # interaction term does not help either (status: {glue:text}`interaction_term_status`): inside
 # the fitted range of $N$ and $D$ the slope is interpolated with or without it. Beyond the
-# fitted $N$ and $D$ the interaction term is meant to pay, and its gain over the law without it
-# is not established (status: {glue:text}`interaction_extrapolates_status`): the calibration
-# record has the windows, and the per-ratio laws in the law's place gain as much.
+# fitted $N$ and $D$ the interaction term is meant to pay, and the law does beat the same law
+# without it there, but the per-ratio laws run in the law's place beat that law by more, so the
+# check cannot credit the interaction term (status: {glue:text}`interaction_extrapolates_status`;
+# the calibration record has the falsifier's windows).
 #
 # **The decision.** On base models in the regime, the law's choice beats the trivial policies
 # by far (always pure domain text breaks the limit, always general text forgoes the domain),
@@ -707,7 +708,7 @@ claims_table(outcomes)
 # points of these axes: the held-out interior ratios at distance 0, the later tokens at a factor
 # 2 in D, the larger model one size out; the extrapolation in $r$ pools the ratios beyond the
 # lower half.
-
+#
 # ## At full scale
 #
 # The law's value is the cost it saves. A rough count for a 7B-parameter model and 10B tokens

@@ -47,7 +47,7 @@ the ratios, it predicts the upper half better than the nearest fitted ratio, a l
 per-ratio laws, whose forms cannot carry the loss's curvature in r past the measurements. It is
 not the best predictor on the paper's held-out splits: neighbour interpolation wins at interior
 ratios and per-ratio laws on the larger model and later D; the interaction term's gain beyond
-the fitted N and D is within the grids' noise; and its choice of ratio, made for base models
+the fitted N and D is smaller than what per-ratio laws gain there; and its choice of ratio, made for base models
 pretrained until general-only CPT barely moves their general loss (the paper's premise), beats
 the trivial policies but not the law-free policies that read the smaller models' measured
 losses. Boundary sweeps move the held-out runs away from the fitted range in r, D and N, each
