@@ -156,7 +156,7 @@ def fig_choice(result: Result) -> go.Figure:
 #: Per swept axis: the figure's title and its x axis (log-scaled for N and D).
 AXIS_TITLES = {
     "ratio": (
-        "Held-out ratios further from the fitted ones: the law pulls ahead of reading the measured ratios",
+        "Ratios further beyond the fitted ones: the law pulls ahead of the measurements, until few ratios are fitted",
         "distance Δr of the held-out ratio from the fitted ratios (0: between two fitted ratios)",
         False,
     ),
