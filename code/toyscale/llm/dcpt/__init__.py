@@ -31,27 +31,28 @@ new domain needs about 1 % of the normal fitting cost; this toy explains it but 
 L-BFGS with the law's gradient written out by hand, positive parameters through a log
 parametrisation, several random starts; a grid of real language-model runs (four sizes of a
 character transformer, `toyscale.llm.tinylm`, from 4.6k to 104k parameters; pretrained on English
-prose, `toyscale.llm.corpus`; continually pre-trained on prose mixed with Python source at nine
-ratios, at a constant learning rate so that every checkpoint is a shorter run), one independent
-grid per seed; held-out RMSE (bits per character, beside the grid's checkpoint noise) on unseen
-ratios, an unseen larger model and unseen later D, against two simpler laws (no r–D interaction;
-per-ratio Chinchilla fits interpolated between ratios) and law-free predictors that read measured
-neighbours (interpolation in r, the second-largest model's curve shifted, carry-forward); and the
-first use of the law, choosing the ratio for the largest model from runs of the smaller ones,
-scored by the domain loss it forgoes plus the general loss by which it breaks the limit, against
-a grid search on a smaller model, the cheap runs' largest feasible ratio and trivial policies.
+prose, `toyscale.llm.corpus`, many times longer than CPT lasts; continually pre-trained on prose
+mixed with Python source at nine ratios, at a constant learning rate so that every checkpoint is a
+shorter run), one independent grid per seed; held-out RMSE (bits per character, beside the grid's
+checkpoint noise) on unseen ratios, an unseen larger model and unseen later D, against two simpler
+laws (no r–D interaction; per-ratio Chinchilla fits interpolated between ratios) and law-free
+predictors that read measured neighbours (interpolation in r, the second-largest model's curve
+shifted, carry-forward); and the first use of the law, choosing the ratio for the largest model
+from runs of the smaller ones, scored by the domain loss it forgoes plus the general loss by which
+it breaks the limit, against a grid search on a smaller model, the cheap runs' largest feasible
+ratio and trivial policies.
 
-**What the toy finds.** The interaction term pays where the law extrapolates, to the larger
-model and to later D. But the law is not the best predictor on any held-out split: neighbour
-interpolation wins at unseen ratios and per-ratio laws on the larger model and later D; and its
-choice of ratio, which beats the trivial policies, loses to the law-free policies that read the
-smaller models' measured losses (the cheap runs' largest feasible ratio, a grid search on the
-second-largest model), because the general loss rises with D as the model forgets and no term
-of the law can follow that. Boundary sweeps move the held-out runs away from the fitted range in
-r, D and N: in r and D the law's edge over reading the measurements grows with the distance
-until the fit has too few points to pin its terms; in N it is small inside the fitted sizes and
-unsettled beyond them over five grids. The chapter's claims table and boundary figures have the
-numbers.
+**What the toy finds.** The law wins where a mixture law is for: fitted on the lower half of
+the ratios, it predicts the upper half better than the nearest fitted ratio, a line in r and
+per-ratio laws, whose forms cannot carry the loss's curvature in r past the measurements. It is
+not the best predictor on the paper's held-out splits: neighbour interpolation wins at interior
+ratios and per-ratio laws on the larger model and later D; the interaction term's gain beyond
+the fitted N and D is smaller than what per-ratio laws gain there; and its choice of ratio, made for base models
+pretrained until general-only CPT barely moves their general loss (the paper's premise), beats
+the trivial policies but not the law-free policies that read the smaller models' measured
+losses. Boundary sweeps move the held-out runs away from the fitted range in r, D and N, each
+against the law-free predictor, the per-ratio laws and the law without its interaction term.
+The chapter's claims table and boundary figures have the numbers.
 
 **What it drops.** Scale (characters, not tokens; 10⁵ parameters, not 10⁹; 10⁵ CPT tokens, not
 10¹⁰), downstream benchmarks, the six domains (one here), and the Cross-Domain law. The grid takes
@@ -79,7 +80,10 @@ from toyscale.llm.dcpt.experiment import (
     checkpoint_noise,
     decision,
     extrapolation_delta,
+    general_drift,
+    linear_in_r,
     neighbour_interpolation,
+    ratio_extrapolation,
     ratio_extrapolation_delta,
     rmse,
     run,
@@ -157,9 +161,11 @@ __all__ = [
     "fig_held_out",
     "fit_law",
     "fit_per_ratio",
+    "general_drift",
     "grid_corpus",
     "huber",
     "law_and_jacobian",
+    "linear_in_r",
     "load_grid",
     "mixture_batch",
     "neighbour_interpolation",
@@ -167,6 +173,7 @@ __all__ = [
     "predict",
     "pretrain",
     "r_squared",
+    "ratio_extrapolation",
     "ratio_extrapolation_delta",
     "rmse",
     "run",

@@ -12,6 +12,12 @@ second-largest model's curve shifted by the gap between the two general models' 
 the last fitted checkpoint carried forward). The grid's **checkpoint noise** (from second
 differences along each curve) is the yardstick beside them.
 
+The **extrapolation in r** (`ratio_extrapolation`) is the law's use as a mixture law: fitted on
+every run at r ≤ `fit_ratio_max`, it predicts every run above, against the nearest fitted ratio,
+the line in r through the two highest fitted ratios, and per-ratio Chinchilla laws (which give
+the nearest fitted ratio's law beyond the fitted ratios); a validation extrapolation inside the
+fitted runs is reported for the alternatives.
+
 The **decision** fits the law to a cheap part of the grid (the three smaller models at five
 ratios) and picks the domain ratio for the largest model at the last D that keeps its general
 loss within (1 + T) of the same model continued on general text alone (the r = 0 run, so the
@@ -75,8 +81,20 @@ POLICY_LABELS = {
     "always_general": "always r = 0 (general text only)",
 }
 BASELINE_POLICIES = POLICIES[1:]
-#: What the D-CPT arm fits: the law, or a falsifier's change (claims.FALSIFIERS).
-METHODS = ("dcpt", "r_blind", "no_interaction")
+#: The extrapolation in r (`ratio_extrapolation`): the law and its alternatives, each predicting the ratios above
+#: the fitted ones from the same runs.
+EXTRAPOLATION_ARMS = ("dcpt", "nearest", "linear", "per_ratio")
+EXTRAPOLATION_LABELS = {
+    "dcpt": "D-CPT Law",
+    "nearest": "nearest fitted ratio",
+    "linear": "linear in r",
+    "per_ratio": "per-ratio Chinchilla",
+}
+#: What the D-CPT arm fits: the law, or a falsifier's change (claims.FALSIFIERS): the law blind to r, without its
+#: interaction, or an alternative of the extrapolation in r (or the per-ratio laws) under the law's name.
+METHODS = ("dcpt", "r_blind", "no_interaction", "per_ratio", "nearest", "linear")
+#: The methods that are no law: they predict the extrapolation in r only.
+READERS = ("nearest", "linear")
 
 
 @dataclass(frozen=True)
@@ -92,6 +110,10 @@ class Config:
     huber_delta: float = HUBER_DELTA  # Huber's δ on residuals of log loss
     tolerance: float = 0.05  # T: the chosen ratio's general loss may exceed the r = 0 run's by a factor (1 + T)
     decision_ratios: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # ratios the cheap runs for the decision train
+    # the extrapolation in r (claims.EXTRAPOLATION_REGIME): fit every run at r ≤ this ratio, predict every higher one
+    fit_ratio_max: float = 0.5
+    extrapolation: bool = True  # score the extrapolation in r (`ratio_extrapolation`)
+    decision: bool = True  # make and score the decision (a falsifier of a prediction claim skips it)
     general_fits: bool = True  # also fit the D-CPT Law to the general loss of each split (figures, no claim)
     control: bool = True  # also score the negative control: one checkpoint beyond the fitted range
     method: str = "dcpt"  # what the D-CPT arm fits; a falsifier puts the law blind to r, or without its interaction
@@ -124,8 +146,19 @@ class Config:
             )
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if not self.splits or any(split not in SPLITS for split in self.splits):
-            raise ValueError(f"splits must be a non-empty subset of {SPLITS}, got {self.splits}")
+        if any(split not in SPLITS for split in self.splits) or not (self.splits or self.extrapolation):
+            raise ValueError(f"splits must be a subset of {SPLITS}, non-empty without extrapolation, got {self.splits}")
+        fitted = [r for r in self.grid.ratios if r <= self.fit_ratio_max]
+        if len(fitted) < 4 or len(fitted) == len(self.grid.ratios):
+            raise ValueError(
+                f"fit_ratio_max must leave at least 4 of the ratios {self.grid.ratios} fitted and one above, "
+                f"got {self.fit_ratio_max!r}"
+            )
+        if self.method in READERS and (self.splits or self.control or self.decision or self.general_fits):
+            raise ValueError(
+                f"method {self.method!r} reads measured ratios and predicts only the extrapolation in r: "
+                "use it with splits=(), control=False, decision=False and general_fits=False"
+            )
         if "dcpt" not in self.arms or any(arm not in ARMS for arm in self.arms):
             raise ValueError(f"arms must be a subset of {ARMS} holding 'dcpt', got {self.arms}")
 
@@ -201,8 +234,12 @@ def fit_arm(form: str, points: dict[str, np.ndarray], config: Config, seed: int)
 
 
 def _law_form(config: Config) -> str:
-    """The form the D-CPT arm fits: the law, or (falsifiers) the law blind to r or without its interaction."""
-    return {"dcpt": "dcpt", "r_blind": "chinchilla", "no_interaction": "no_interaction"}.get(config.method, "dcpt")
+    """The form the D-CPT arm fits: the law, or (falsifiers) the law blind to r, without its interaction, or the
+    per-ratio laws."""
+    forms = {"dcpt": "dcpt", "r_blind": "chinchilla", "no_interaction": "no_interaction", "per_ratio": "per_ratio"}
+    if config.method not in forms:
+        raise ValueError(f"method {config.method!r} fits no law")
+    return forms[config.method]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,6 +300,19 @@ def law_free(split: str, grid: Grid, held_out: np.ndarray) -> np.ndarray:
     raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
 
 
+def linear_in_r(grid: Grid, fitted: np.ndarray, held_out: np.ndarray, loss: str = "domain") -> np.ndarray:
+    """At each held-out point: the line through the measured losses of the two highest fitted ratios at the same
+    N and checkpoint, extended to the point's ratio (the law-free extrapolation in r that follows the slope)."""
+    L = getattr(grid, f"L_{loss}")
+    out = np.empty(int(held_out.sum()))
+    for i, j in enumerate(np.flatnonzero(held_out)):
+        same = fitted & np.equal(grid.N, grid.N[j]) & np.equal(grid.step, grid.step[j])
+        order = np.argsort(grid.r[same])
+        (r1, r2), (l1, l2) = grid.r[same][order][-2:], L[same][order][-2:]
+        out[i] = l2 + (grid.r[j] - r2) * (l2 - l1) / (r2 - r1)
+    return out
+
+
 def rmse(y: np.ndarray, y_hat: np.ndarray) -> float:
     """Root mean squared error, in the losses' unit (bits per character)."""
     y, y_hat = np.asarray(y, dtype=np.float64), np.asarray(y_hat, dtype=np.float64)
@@ -313,8 +363,61 @@ def predictions(split: str, grid: Grid, held_out: np.ndarray, config: Config, se
     return {"points": test, "predicted": out, "laws": laws}
 
 
+def _extrapolated(arm: str, grid: Grid, fitted: np.ndarray, held_out: np.ndarray, config: Config, seed: int):
+    """One arm's prediction of the held-out domain loss in the extrapolation in r, from the fitted runs."""
+    if arm == "nearest":
+        return neighbour_interpolation(grid, fitted, held_out)
+    if arm == "linear":
+        return linear_in_r(grid, fitted, held_out)
+    test = _points(grid, held_out, "domain")
+    law = fit_arm(arm, _points(grid, fitted, "domain"), config, seed)
+    return law.predict(test["N"], test["D"], test["r"])
+
+
+def extrapolation_masks(grid: Grid, fit_ratio_max: float) -> dict[str, np.ndarray]:
+    """The extrapolation in r's fitted and held-out runs, and its validation inside the fitted runs.
+
+    fit: every run at r ≤ fit_ratio_max; test: every run above; val_fit / val_test: the same split inside
+    the fitted runs (their lower half of ratios fitted, at least three, the upper half predicted), so that an
+    alternative is picked from the fitted runs alone, on an extrapolation of the same kind.
+    """
+    fitted_ratios = sorted(q for q in grid.config.ratios if q <= fit_ratio_max)
+    lower = fitted_ratios[: max(3, (len(fitted_ratios) + 1) // 2)]
+    if len(lower) == len(fitted_ratios):
+        raise ValueError(f"fit_ratio_max = {fit_ratio_max} leaves too few fitted ratios to validate on")
+    return {
+        "fit": np.less_equal(grid.r, fit_ratio_max),
+        "test": np.greater(grid.r, fit_ratio_max),
+        "val_fit": np.less_equal(grid.r, lower[-1]) & np.less_equal(grid.r, fit_ratio_max),
+        "val_test": np.greater(grid.r, lower[-1]) & np.less_equal(grid.r, fit_ratio_max),
+    }
+
+
+def ratio_extrapolation(grid: Grid, config: Config, seed: int) -> dict[str, dict[str, float]]:
+    """Fit every run at r ≤ `config.fit_ratio_max`, predict every run above it: each arm's RMSE (bits/char).
+
+    Per arm of `EXTRAPOLATION_ARMS`: `rmse_extrapolated` on the held-out higher ratios, and for the
+    alternatives `val_rmse_extrapolated`, the same extrapolation one grid step lower inside the fitted
+    runs, which picks the strongest alternative per seed. The 'dcpt' arm fits `config.method`'s form, or
+    (a falsifier) reads the measured ratios as an alternative does.
+    """
+    masks = extrapolation_masks(grid, config.fit_ratio_max)
+    actual, val_actual = grid.L_domain[masks["test"]], grid.L_domain[masks["val_test"]]
+    out: dict[str, dict[str, float]] = {}
+    for arm in EXTRAPOLATION_ARMS:
+        how = arm
+        if arm == "dcpt":
+            how = config.method if config.method in READERS else _law_form(config)
+        predicted = _extrapolated(how, grid, masks["fit"], masks["test"], config, seed)
+        out[arm] = {"rmse_extrapolated": rmse(actual, predicted)}
+        if arm != "dcpt":
+            val = _extrapolated(how, grid, masks["val_fit"], masks["val_test"], config, seed)
+            out[arm]["val_rmse_extrapolated"] = rmse(val_actual, val)
+    return out
+
+
 def extrapolation_delta(
-    grid: Grid, checkpoints: int, config: Config, seed: int, *, interaction: bool = False
+    grid: Grid, checkpoints: int, config: Config, seed: int, *, interaction: bool = False, per_ratio: bool = False
 ) -> dict[str, float]:
     """Fit on each run's first `checkpoints` checkpoints, predict its last: RMSE of carry-forward and of the law.
 
@@ -327,11 +430,14 @@ def extrapolation_delta(
     if not 1 < checkpoints < last // step:
         raise ValueError(f"checkpoints must lie in [2, {last // step - 1}], got {checkpoints!r}")
     fitted, held_out = grid.step <= checkpoints * step, np.equal(grid.step, last)
-    return _scored(grid, fitted, held_out, carry_forward(grid, fitted, held_out), config, seed, interaction)
+    free = carry_forward(grid, fitted, held_out)
+    return _scored(grid, fitted, held_out, free, config, seed, interaction, per_ratio)
 
 
 def ratio_extrapolation_delta(grid: Grid, steps_out: int, config: Config, seed: int) -> dict[str, float]:
-    """How far in r the held-out runs lie from the fitted ratios: RMSE of the law and of neighbour interpolation.
+    """How far in r the held-out runs lie from the fitted ratios: RMSE of the law, of neighbour interpolation (the
+    nearest fitted ratio beyond them), of the line in r through the two highest fitted ratios (`linear_delta`;
+    neighbour interpolation at distance 0) and of the per-ratio laws.
 
     `steps_out` = 0 is the "ratio" split (held-out interior ratios, each between two fitted ones);
     `steps_out` = k > 0 fits the ratios up to the k-th below r = 1 (every size, every checkpoint)
@@ -347,7 +453,11 @@ def ratio_extrapolation_delta(grid: Grid, steps_out: int, config: Config, seed: 
     else:
         held_out = np.equal(grid.r, ratios[-1])
         fitted = np.less_equal(grid.r, ratios[-1 - steps_out])
-    return _scored(grid, fitted, held_out, neighbour_interpolation(grid, fitted, held_out), config, seed)
+    out = _scored(grid, fitted, held_out, neighbour_interpolation(grid, fitted, held_out), config, seed, per_ratio=True)
+    linear = linear_in_r(grid, fitted, held_out) if steps_out else neighbour_interpolation(grid, fitted, held_out)
+    out["linear_rmse"] = rmse(grid.L_domain[held_out], linear)
+    out["linear_delta"] = out["linear_rmse"] - out["dcpt_rmse"]
+    return out
 
 
 #: The size sweep's fits: (fitted size indices, held-out size index); the first holds out a size inside the range.
@@ -372,7 +482,7 @@ def size_extrapolation_delta(
         predicted = size_interpolation(grid, max(below), min(above), held_out)
     else:
         predicted = shifted_curve(grid, held_out, source=float(grid.N[np.equal(grid.size, max(below))][0]))
-    return _scored(grid, fitted, held_out, predicted, config, seed)
+    return _scored(grid, fitted, held_out, predicted, config, seed, per_ratio=True)
 
 
 def size_interpolation(grid: Grid, low: int, high: int, held_out: np.ndarray) -> np.ndarray:
@@ -398,11 +508,13 @@ def _scored(
     config: Config,
     seed: int,
     interaction: bool = True,
+    per_ratio: bool = False,
 ) -> dict[str, float]:
     """The law fitted on `fitted` against a law-free prediction of the `held_out` domain loss (RMSE, bits/char).
 
     `delta` = law-free − D-CPT; with `interaction`, also the law without its interaction term fitted on the same
-    points, `interaction_delta` = no interaction − D-CPT (positive: the law is better).
+    points, `interaction_delta` = no interaction − D-CPT (positive: the law is better); with `per_ratio`, the
+    per-ratio Chinchilla laws fitted on the same points, `per_ratio_delta` = per-ratio − D-CPT.
     """
     fit_points, test = _points(grid, fitted, "domain"), _points(grid, held_out, "domain")
     law = fit_arm(_law_form(config), fit_points, config, seed)
@@ -413,18 +525,34 @@ def _scored(
         plain = fit_arm("no_interaction", fit_points, config, seed)
         out["no_interaction_rmse"] = rmse(test["L"], plain.predict(test["N"], test["D"], test["r"]))
         out["interaction_delta"] = out["no_interaction_rmse"] - law_rmse
+    if per_ratio:
+        laws = fit_arm("per_ratio", fit_points, config, seed)
+        out["per_ratio_rmse"] = rmse(test["L"], laws.predict(test["N"], test["D"], test["r"]))
+        out["per_ratio_delta"] = out["per_ratio_rmse"] - law_rmse
     return out
 
 
 #: What each boundary compares the law with: the law-free predictor, and the law without its interaction term.
 BOUNDARY_DELTAS = {
     "law_free": ("delta", "Δ RMSE (law-free − D-CPT), bits/char"),
+    "linear": ("linear_delta", "Δ RMSE (linear in r − D-CPT), bits/char"),
+    "per_ratio": ("per_ratio_delta", "Δ RMSE (per-ratio Chinchilla − D-CPT), bits/char"),
     "no_interaction": ("interaction_delta", "Δ RMSE (no interaction − D-CPT), bits/char"),
+}
+#: The comparisons of each axis: the law-free predictor, the per-ratio laws (the strongest alternative on the
+#: held-out splits) and the law without its interaction; in r also the line through the two highest fitted ratios.
+AXIS_COMPARISONS = {
+    "ratio": ("law_free", "linear", "per_ratio", "no_interaction"),
+    "tokens": ("law_free", "per_ratio", "no_interaction"),
+    "size": ("law_free", "per_ratio", "no_interaction"),
 }
 
 
-def _axis_sweep(deltas, points: Sequence[float], seeds: Sequence[int], parameter: str) -> dict[str, Boundary]:
-    """Both boundaries of one axis from one set of fits: `deltas(point, seed)` returns `_scored`'s dict."""
+def _axis_sweep(
+    deltas, points: Sequence[float], seeds: Sequence[int], parameter: str, axis: str
+) -> dict[str, Boundary]:
+    """Every comparison of one axis (`AXIS_COMPARISONS`) from one set of fits: `deltas(point, seed)` returns
+    `_scored`'s dict."""
     found: dict[tuple[float, int], dict[str, float]] = {}
 
     def read(key: str):
@@ -438,6 +566,7 @@ def _axis_sweep(deltas, points: Sequence[float], seeds: Sequence[int], parameter
     return {
         name: sweep(read(key), points, seeds, parameter=parameter, delta_name=label)
         for name, (key, label) in BOUNDARY_DELTAS.items()
+        if name in AXIS_COMPARISONS[axis]
     }
 
 
@@ -452,6 +581,7 @@ def ratio_boundary(config: Config, steps_out: Sequence[int], seeds: Sequence[int
         list(by_distance),
         seeds,
         "distance Δr of the held-out ratio from the fitted ratios",
+        "ratio",
     )
 
 
@@ -466,6 +596,7 @@ def size_boundary(config: Config, seeds: Sequence[int], fits: Sequence = SIZE_FI
         list(by_factor),
         seeds,
         "N of the held-out model over the largest fitted N",
+        "size",
     )
 
 
@@ -478,10 +609,13 @@ def extrapolation_boundary(config: Config, checkpoints: Sequence[int], seeds: Se
     grids = {seed: load_grid(seed, config.grid) for seed in seeds}
     by_factor = {n / k: k for k in checkpoints}
     return _axis_sweep(
-        lambda factor, seed: extrapolation_delta(grids[seed], by_factor[factor], config, seed, interaction=True),
+        lambda factor, seed: extrapolation_delta(
+            grids[seed], by_factor[factor], config, seed, interaction=True, per_ratio=True
+        ),
         list(by_factor),
         seeds,
         "extrapolation factor D_last / D_fit",
+        "tokens",
     )
 
 
@@ -495,6 +629,20 @@ def _final(grid: Grid, N: float, loss: str) -> np.ndarray:
     rows = np.equal(grid.N, N) & np.equal(grid.D, grid.D.max())
     order = np.argsort(grid.r[rows])
     return getattr(grid, f"L_{loss}")[rows][order]
+
+
+def general_drift(grid: Grid) -> list[float]:
+    """Per size, in size order: how far general-only CPT moves the general model's loss, as a share of it.
+
+    L_general of the r = 0 run at the last D over the general model's loss before CPT, minus 1: about 0 for
+    a converged base model (the paper's premise, `claims.BASE_REGIME`), clearly negative for one that
+    general text still teaches.
+    """
+    out = []
+    for size, start in enumerate(grid.start_L_general):
+        rows = np.equal(grid.size, size) & np.equal(grid.r, min(grid.config.ratios)) & np.equal(grid.D, grid.D.max())
+        out.append(float(grid.L_general[rows][0] / start - 1.0))
+    return out
 
 
 def limit(grid: Grid, N: float, tolerance: float) -> float:
@@ -554,7 +702,8 @@ def decision(grid: Grid, config: Config, seed: int) -> tuple[dict, dict, dict]:
         "always_domain": 0.0,
         "always_general": 0.0,
     }
-    metrics: dict[str, float] = {"best_ratio": float(ratios[best]), "limit": bound}
+    start = float(grid.start_L_general[np.argmax(grid.start_N)])
+    metrics: dict[str, float] = {"best_ratio": float(ratios[best]), "limit": bound, "start_general": start}
     for policy, i in picks.items():
         regret, excess = float(L_domain[i] - L_domain[best]), float(L_general[i] - bound)
         metrics[f"{policy}_ratio"] = float(ratios[i])
@@ -572,6 +721,7 @@ def decision(grid: Grid, config: Config, seed: int) -> tuple[dict, dict, dict]:
         "actual_general": L_general,
         "actual_domain": L_domain,
         "limit": bound,
+        "start_general": start,
         "picks": {policy: float(ratios[i]) for policy, i in picks.items()},
         "best": float(ratios[best]),
         "N": float(N_max),
@@ -586,7 +736,8 @@ def decision(grid: Grid, config: Config, seed: int) -> tuple[dict, dict, dict]:
 
 
 def run(config: Config | None = None, *, seed: int = 0) -> Result:
-    """Fit the law and its baselines on three held-out splits of grid `seed`, then make the decision."""
+    """Fit the law and its baselines on three held-out splits of grid `seed` and extrapolate it in r, then make
+    the decision (each part as `config` asks)."""
     config = config or Config()
     if not isinstance(config, Config):
         raise TypeError(f"config must be a dcpt.Config, got {type(config).__name__}")
@@ -616,10 +767,16 @@ def run(config: Config | None = None, *, seed: int = 0) -> Result:
             metrics["dcpt"][f"rmse_general_{split}"] = rmse(general_test["L"], predicted)
             held_out[split]["general"] = {"L": general_test["L"], "predicted": predicted}
     metrics["grid"] = {"checkpoint_noise": checkpoint_noise(grid), "general_noise": checkpoint_noise(grid, "general")}
+    metrics["grid"].update({f"drift_{i}": d for i, d in enumerate(general_drift(grid))})
     if config.control:
         metrics["control"] = extrapolation_delta(grid, int(grid.step.max()) // config.grid.eval_every - 1, config, seed)
-    metrics["decision"], choice, decision_laws = decision(grid, config, seed)
-    laws.update(decision_laws)
+    if config.extrapolation:
+        for arm, found in ratio_extrapolation(grid, config, seed).items():
+            metrics.setdefault(arm, {}).update(found)
+    choice: dict = {}
+    if config.decision:
+        metrics["decision"], choice, decision_laws = decision(grid, config, seed)
+        laws.update(decision_laws)
     curves = _curves(grid, laws, config) if "dcpt_model" in laws else {}
     return Result(config, seed, held_ratios, metrics, held_out, curves, choice, laws)
 

@@ -128,10 +128,13 @@ def fig_choice(result: Result) -> go.Figure:
                 name=f"{loss} loss, measured on the grid",
             )
         )
-    for value, name, dash in (
+    lines = [
         (c["limit"], "general-loss limit: (1 + T) × the measured r = 0 run", "dash"),
         (c["predicted_limit"], "the law's limit: (1 + T) × its predicted r = 0 run", "dot"),
-    ):
+    ]
+    if "start_general" in c:
+        lines.append((c["start_general"], "general loss of the base model before CPT", "dashdot"))
+    for value, name, dash in lines:
         fig.add_trace(
             go.Scatter(x=[0, 1], y=[value] * 2, mode="lines", line=dict(color=plot.ORACLE_COLOR, dash=dash), name=name)
         )
@@ -153,12 +156,12 @@ def fig_choice(result: Result) -> go.Figure:
 #: Per swept axis: the figure's title and its x axis (log-scaled for N and D).
 AXIS_TITLES = {
     "ratio": (
-        "Held-out ratios further from the fitted ones: the law against reading the nearest measured ratios",
+        "Ratios further beyond the fitted ones: the law pulls ahead of the measurements, until few ratios are fitted",
         "distance Δr of the held-out ratio from the fitted ratios (0: between two fitted ratios)",
         False,
     ),
     "tokens": (
-        "Later checkpoints further from the fitted ones: the law against carrying the last checkpoint forward",
+        "Later checkpoints further from the fitted ones: the law against carry-forward and per-ratio laws",
         "extrapolation in D: the predicted checkpoint's D over the largest fitted D (log scale)",
         True,
     ),
@@ -170,27 +173,35 @@ AXIS_TITLES = {
 }
 
 
+#: How each further comparison is drawn beside the law-free one (solid): its colour index and dash.
+_COMPARISON_STYLE = {"per_ratio": (1, "dashdot"), "linear": (2, "dot"), "no_interaction": (0, "dash")}
+
+
 def fig_boundary_axis(boundaries: dict[str, Boundary], axis: str) -> go.Figure:
     """The boundary along one axis (CLAIMS.md §7): the law's RMSE advantage, mean ± sd over seeds, against the
-    law-free predictor and against the law without its interaction term, as the held-out runs move away."""
+    law-free predictor (solid), the per-ratio laws, the law without its interaction term and (in r) the line
+    through the two highest fitted ratios, as the held-out runs move away."""
     if axis not in AXIS_TITLES:
         raise ValueError(f"axis must be one of {sorted(AXIS_TITLES)}, got {axis!r}")
     title, x_title, log = AXIS_TITLES[axis]
-    law_free, plain = boundaries["law_free"], boundaries["no_interaction"]
-    fig = fig_boundary(law_free, title, x_title=x_title)
+    fig = fig_boundary(boundaries["law_free"], title, x_title=x_title)
     fig.update_yaxes(title_text="Δ RMSE of the held-out domain loss (baseline − D-CPT), bits/char")
-    fig.add_trace(
-        go.Scatter(
-            x=list(plain.points),
-            y=plain.mean.tolist(),
-            error_y=dict(type="data", array=plain.sd.tolist(), visible=True),
-            mode="lines+markers",
-            name=f"{plain.delta_name}, mean ± sd over {len(plain.seeds)} seeds",
-            line=dict(color=plot.BASELINE_COLORS[0], dash="dash"),
-            customdata=[f"{w}/{len(plain.seeds)}" for w in plain.wins],
-            hovertemplate="%{x}: %{y:+.4f} (wins %{customdata})<extra></extra>",
+    for name, (color, dash) in _COMPARISON_STYLE.items():
+        if name not in boundaries:
+            continue
+        other = boundaries[name]
+        fig.add_trace(
+            go.Scatter(
+                x=list(other.points),
+                y=other.mean.tolist(),
+                error_y=dict(type="data", array=other.sd.tolist(), visible=True),
+                mode="lines+markers",
+                name=f"{other.delta_name}, mean ± sd over {len(other.seeds)} seeds",
+                line=dict(color=plot.BASELINE_COLORS[color % len(plot.BASELINE_COLORS)], dash=dash),
+                customdata=[f"{w}/{len(other.seeds)}" for w in other.wins],
+                hovertemplate="%{x}: %{y:+.4f} (wins %{customdata})<extra></extra>",
+            )
         )
-    )
     if log:
         fig.update_xaxes(type="log")
     return fig

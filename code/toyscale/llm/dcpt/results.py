@@ -1,7 +1,6 @@
 """The committed results (`data/llm/dcpt_results.npz`): what the notebook shows but cannot recompute in budget.
 
-The metrics of the default configuration on the book's five grid seeds (the claims table), on the
-five confirmation grids (what `python -m toyscale reproduce dcpt --seed-start 3000` checks), and the
+The metrics of the default configuration on the book's five grid seeds (the claims table) and the
 boundaries over the book's seeds (CLAIMS.md §7): how far the held-out runs lie from the fitted range
 in the mixture ratio, the tokens and the model size, each against the law-free predictor and against
 the law without its interaction term. Rebuild with `python -m toyscale data --rebuild dcpt_results`
@@ -21,7 +20,7 @@ from toyscale.core import BOOK_SEEDS
 from toyscale.core.boundary import Boundary
 
 from .experiment import (
-    BOUNDARY_DELTAS,
+    AXIS_COMPARISONS,
     Config,
     Result,
     extrapolation_boundary,
@@ -30,7 +29,6 @@ from .experiment import (
     run,
     size_boundary,
 )
-from .grid import CONFIRMATION_GRID_SEEDS
 
 #: The swept axes: how far the held-out runs lie from the fitted range.
 AXES = ("ratio", "tokens", "size")
@@ -44,13 +42,11 @@ BOUNDARY_RATIO_STEPS = (0, 1, 2, 3, 4, 5, 6)
 class Reference:
     """The committed results, unpacked: per-seed Results (metrics only) and the boundaries.
 
-    results: the book's seeds; confirmation: the confirmation grids' seeds (`CONFIRMATION_GRID_SEEDS`, what
-    `reproduce --seed-start 3000` checks); boundaries[axis][comparison]: axis in `AXES`, comparison in
-    `BOUNDARY_DELTAS` ('law_free', 'no_interaction').
+    results: the book's seeds; boundaries[axis][comparison]: axis in `AXES`, comparison in
+    `AXIS_COMPARISONS[axis]` ('law_free', 'per_ratio', 'no_interaction'; in r also 'linear').
     """
 
     results: list[Result]
-    confirmation: list[Result]
     boundaries: dict[str, dict[str, Boundary]]
 
 
@@ -87,14 +83,10 @@ def _unpack(arrays: dict[str, np.ndarray], prefix: str) -> list[Result]:
     return results
 
 
-def reference_arrays(
-    seeds: Sequence[int] = BOOK_SEEDS, confirmation: Sequence[int] = CONFIRMATION_GRID_SEEDS
-) -> dict[str, np.ndarray]:
-    """Run the default configuration on `seeds` and on `confirmation`; pack every metric and the boundaries
-    (on `seeds`)."""
+def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]:
+    """Run the default configuration on `seeds`; pack every metric and the boundaries."""
     config = Config()
     arrays = _pack([run(config, seed=s) for s in seeds], "")
-    arrays.update(_pack([run(config, seed=s) for s in confirmation], "confirmation/"))
     for axis, by_comparison in boundaries_of(config, seeds).items():
         for comparison, boundary in by_comparison.items():
             prefix = f"boundary_{axis}_{comparison}/"
@@ -115,11 +107,11 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
     """Unpack what `reference_arrays` stored."""
     boundaries: dict[str, dict[str, Boundary]] = {}
     for axis in AXES:
-        for comparison in BOUNDARY_DELTAS:
+        for comparison in AXIS_COMPARISONS[axis]:
             prefix = f"boundary_{axis}_{comparison}/"
             stored = {key.removeprefix(prefix): value for key, value in arrays.items() if key.startswith(prefix)}
             boundaries.setdefault(axis, {})[comparison] = Boundary.from_arrays(stored)
-    return Reference(_unpack(arrays, ""), _unpack(arrays, "confirmation/"), boundaries)
+    return Reference(_unpack(arrays, ""), boundaries)
 
 
 def reference() -> Reference:
