@@ -17,7 +17,6 @@ RE_AUDIT_PENDING: frozenset[str] = frozenset(
         "dcpt",
         "badiff",
         "victor",
-        "combatvla",
     }
 )
 
