@@ -34,10 +34,14 @@ from .experiment import ARM_LABELS, SATURATION_CEILING, Config, Result, with_met
 TOKEN_RATIO = 3.0  # by construction: the formats give 8 / 2 tokens per decision
 TIME_RATIO = 1.0  # measured: full AoT takes longer per decision on every seed (wall clock: machine-dependent)
 MULTI_TOKEN_RATIO = 8.0  # by construction: the multi-call agent decodes calls × 8 against 2 tokens
-BENCH_MARGIN = 0.02  # the benchmark loss tolerated (non-inferiority)
-RISE_MARGIN = 0.0  # any benchmark gain over full AoT at equal steps would count
-REALTIME_MARGIN = 0.05  # win rate in real time over the stronger alternative
-THOUGHT_MARGIN = 0.05  # paused win rate over the stronger no thought
+#: The benchmark loss tolerated (non-inferiority): method q05 −0.0063 / −0.0061 > −0.02 > explanation_off q95 −0.674.
+BENCH_MARGIN = 0.02
+RISE_MARGIN = 0.0  # any benchmark gain over full AoT at equal steps would count; method q95 −0.0001: none
+#: Fixed before calibration; method q05 +0.033 over the strongest alternative, but no thought in the truncated
+#: model's place reaches q95 +0.158 over the others: no margin separates the two (not expected).
+REALTIME_MARGIN = 0.05
+#: Fixed before calibration; method q05 +0.170, explanation_off q95 +0.173: no margin separates them.
+THOUGHT_MARGIN = 0.05
 #: The control's band, fixed before calibration: half the real-time margin, one-sided (a paused loss is reported).
 PAUSED_BAND = Band(0.5, ONE_SIDED)
 
@@ -84,14 +88,29 @@ FULL_AOT = Alternatives(
 )
 
 REASONS = {
-    "benchmark_non_inferior": "the truncated model explains worse than full AoT by more than the margin",
+    "benchmark_non_inferior": (
+        "the explanation written after the key is learned a little worse than the one written first, on too many "
+        "calibration windows for the loss to stay inside the margin"
+    ),
     "benchmark_rises_after_stage3": (
         "the paper's rise comes from a pretrained VLM refining its explanations in stage 3; a tiny model trained "
-        "from scratch spends the truncated stage relearning where the key goes"
+        "from scratch has nothing of the kind to refine, and the truncated stage explains no better than full AoT "
+        "trained for the same steps"
     ),
-    "realtime_truncated_wins": "the truncated model does not beat its stronger alternative in real time by the margin",
-    "thought_beats_no_thought": "the truncated model does not beat no thought paused by the margin",
-    "no_latency_no_gain": "the paused difference does not stay within the band",
+    "realtime_truncated_wins": (
+        "the real-time gain belongs to the two-token decision, and no thought decides in the same two tokens: put "
+        "in the truncated model's place, no thought beats the stronger full AoT by more than the truncated model "
+        "beats its strongest alternative, so no margin can credit the win to truncation; what remains over no "
+        "thought is what thought adds to the keys"
+    ),
+    "thought_beats_no_thought": (
+        "the paused gain over no thought is large, but most of it survives switching off the explanation's loss "
+        "in the truncated stage: it is learned in the frame-level stage the truncated model branches from, which "
+        "that falsifier keeps, so no margin credits the explanation after <TRUNC> rather than the curriculum"
+    ),
+    "no_latency_no_gain": (
+        "paused, the truncated model gains over full AoT by more than the band on some calibration windows"
+    ),
 }
 
 
