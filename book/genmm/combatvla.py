@@ -631,12 +631,15 @@ cv.break_even_table(reference)
 #   stronger player when the game waits, because it computes its key after its own
 #   explanation, a small chain of thought {cite}`wei2022cot`. That deficit is a finding of its
 #   own; where it exceeds the band the claims table shows it in a row of its own.
-# - **Thinking makes the keys better** (verdict {glue:text}`thought_beats_no_thought_status`,
-#   Δ {glue:text}`thought_beats_no_thought_delta:+.3f` paused, truncated minus no thought, at
-#   identical tokens per decision). On the calibration seeds the five-seed windows' 5th
-#   percentile is {glue:text}`thought_beats_no_thought_q05:+.3f`; the same arm trained without
-#   the explanation's loss reaches {glue:text}`thought_beats_no_thought_explanation_off_q95:+.3f`
-#   (95th percentile): what helps is learning to explain, not the format's extra token.
+# - **Thinking helps the keys, but the toy cannot credit the explanation after `<TRUNC>`**
+#   (verdict {glue:text}`thought_beats_no_thought_status`, Δ
+#   {glue:text}`thought_beats_no_thought_delta:+.3f` paused, truncated minus no thought, at
+#   identical tokens per decision). The gain is large: on the calibration seeds the
+#   five-seed windows' 5th percentile is {glue:text}`thought_beats_no_thought_q05:+.3f`. But
+#   the same model with the explanation's loss switched off in the truncated stage keeps most
+#   of it, reaching {glue:text}`thought_beats_no_thought_explanation_off_q95:+.3f` (95th
+#   percentile): what helps is learned in the frame-level stage the truncated model branches
+#   from, which that falsifier keeps, so no margin separates the two.
 # - **One call against many** (by construction, verdict
 #   {glue:text}`one_call_beats_multi_call_status`). The multi-call agent decodes its calls'
 #   tokens one call after another, many times the truncated model's, and in real time it
