@@ -16,7 +16,6 @@ RE_AUDIT_PENDING: frozenset[str] = frozenset(
         "ddk",
         "badiff",
         "victor",
-        "combatvla",
     }
 )
 

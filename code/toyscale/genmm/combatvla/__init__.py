@@ -23,23 +23,25 @@ truncation alone halving latency (116.6 → 43.1 output tokens, 3.73 → 1.85 s)
 its combat-understanding benchmark CUBench, and task success above human players.
 
 **What the toy keeps.** A duel in numpy (`game`), drawn as 10 × 12 grey frames with HP,
-potion and cooldown bars, an enemy (a swordsman or a lancer: a sidestep beats only the
-swordsman's thrust) that approaches, winds up with a visible cue (thrust or sweep), strikes and
-recovers, and the paper's ten keys; a scripted expert that always wins where a random player
-always loses. An `ActionTracker` (`tracker`) logs frames and keys on jittered, out-of-order
-streams and pairs each key only with frames stamped strictly before it. AoT sequences (`aot`)
-of six explanation slots (enemy phase, when it strikes, distance, own HP, potions, ready
-cooldowns) and one key, in the three formats; no slot names the enemy's kind, so the
-explanation does not determine the key. A tiny VLA (`model`): an MLP over the last k frames
-feeding a 2-block causal transformer, with truncated decoding. Every arm trains at equal
-steps after a shared video-level stage and keeps its best validation weights (`experiment`):
-no thought, full AoT, full AoT trained to act for the tick its decision lands on
-(latency-aware), truncated AoT straight after the video stage, and the paper's curriculum
-(frame-level, then truncated); the truncated recipe and the stronger full AoT are chosen on
-validation fights. A toy CUBench (`evaluate`) from the game's ground truth, and closed-loop
-play (`evaluate.fight`) both paused and in real time, where every decoded token costs game
-time. The claims (`claims`) are calibrated on seeds apart from the book's; what the toy finds
-is in the chapter's claims table, read from the committed results (`results`).
+potion and cooldown bars, an enemy of three kinds (a swordsman, a lancer, a duelist; a sidestep
+beats only the swordsman's and the duelist's thrust, and the duelist winds up a tick faster) that
+approaches, winds up with a visible cue (thrust or sweep), strikes and recovers, and the paper's
+ten keys; a scripted expert that always wins where a random player always loses. The duel was made
+hard enough for a rule written first: neither no thought nor full AoT may win more than nine
+fights in ten paused on validation fights (`SATURATION_CEILING`). An `ActionTracker` (`tracker`)
+logs frames and keys on jittered, out-of-order streams and pairs each key only with frames stamped
+strictly before it. AoT sequences (`aot`) of six explanation slots (enemy phase, when it strikes,
+distance, own HP, potions, ready cooldowns) and one key, in the three formats; no slot names the
+enemy's kind, so the explanation does not determine the key. A tiny VLA (`model`): an MLP over the
+last k frames feeding a small causal transformer, with truncated decoding. Every arm trains at
+equal steps after a shared video-level stage and keeps its best validation weights, which lie
+inside the budget (`experiment`): no thought, full AoT, full AoT trained to act for the tick its
+decision lands on (latency-aware, trained per lead), and the method, truncated AoT by the paper's
+curriculum (frame-level, then truncated); the strongest alternative is picked per seed on
+validation fights. A toy CUBench (`evaluate`) from the game's ground truth, and closed-loop play
+(`evaluate.fight`) both paused and in real time, where every decoded token costs game time. The
+claims (`claims`) are calibrated on seeds apart from the book's; what the toy finds is in the
+chapter's claims table, read from the committed results (`results`).
 
 **What it drops.** 3D games, pixels at screen resolution, a pretrained 3B VLM, natural-language
 explanations (slots stand in for them), the contrastive part of the action-weighted loss,
@@ -93,11 +95,12 @@ from .evaluate import (
     vla_agent,
 )
 from .experiment import (
+    ALTERNATIVES,
     ARM_LABELS,
     ARMS,
-    CHOSEN,
     FULL_TOKENS,
     METHODS,
+    SATURATION_CEILING,
     Config,
     Player,
     Result,
@@ -135,11 +138,11 @@ from .tracker import ActionTracker, nearest_frame_pairs, session_clocks
 
 __all__ = [
     "ACTION0",
+    "ALTERNATIVES",
     "ARMS",
     "ARM_LABELS",
     "BENCH_MARGIN",
     "BOS",
-    "CHOSEN",
     "CLAIMS",
     "EOS",
     "FALSIFIERS",
@@ -157,6 +160,7 @@ __all__ = [
     "PHASES",
     "QUESTIONS",
     "REALTIME_MARGIN",
+    "SATURATION_CEILING",
     "SLOTS",
     "SLOT_NAMES",
     "TIME_RATIO",

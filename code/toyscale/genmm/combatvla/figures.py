@@ -17,23 +17,21 @@ from .experiment import ARM_LABELS, Result
 
 SHORT_LABELS = {
     "truncated": "truncated",
-    "direct": "truncated, direct",
-    "curriculum": "curriculum",
     "none": "no thought",
     "full": "full AoT",
     "ahead": "latency-aware",
     "multi_call": "multi-call",
 }
-#: The arms the win-rate figure draws (the chosen ones are copies of two of these).
-PLAYED = ("direct", "curriculum", "full", "ahead", "none", "multi_call", "expert", "random")
+#: The alternatives the latency boundary takes the best of, at each cost.
+ENVELOPE = ("full", "ahead", "none")
+#: The arms the win-rate figure draws.
+PLAYED = ("truncated", "full", "ahead", "none", "multi_call", "expert", "random")
 
 
 def _colors() -> dict[str, str]:
     arms = ["truncated", "full", "none", "multi_call", "ahead", "oracle"]
     c = plot.colors(arms, method="truncated")
     return c | {
-        "direct": c["truncated"],
-        "curriculum": c["truncated"],
         "expert": plot.ORACLE_COLOR,
         "random": "#B5B5B5",
     }
@@ -97,7 +95,7 @@ def fig_success_vs_cost(result: Result) -> go.Figure:
     for arm in PLAYED:
         if arm not in result.sweep:
             continue
-        dash = "dash" if arm in ("expert", "random") else ("dot" if arm == "curriculum" else "solid")
+        dash = "dash" if arm in ("expert", "random") else "solid"
         fig.add_trace(
             go.Scatter(
                 x=result.costs,
@@ -147,20 +145,17 @@ def fig_cost_per_decision(result: Result) -> go.Figure:
 def latency_boundary(results: Sequence[Result]) -> Boundary:
     """Where the real-time effect lives (CLAIMS.md §7): Δ win rate across the cost per decoded token.
 
-    Δ at cost c is the truncated model's win rate minus the better of full AoT and latency-aware full
-    AoT *at that cost* (an envelope that favours the baseline), per seed. At zero cost latency costs
-    nothing and the effect must vanish (the `no_latency_no_gain` control); it grows with the cost
-    until truncated decoding too is too slow.
+    Δ at cost c is the truncated model's win rate minus the best of its alternatives *at that cost*:
+    full AoT, latency-aware full AoT trained for that cost's lead, and both no-thought recipes (an
+    envelope of test win rates, which favours the baseline), per seed. Paused, latency costs nothing,
+    and what remains is what thought adds over no thought.
     """
     costs = results[0].costs
     if any(r.costs != costs for r in results):
         raise ValueError("the results must share their costs")
     deltas = np.array(
         [
-            [
-                r.sweep["truncated"][i] - max(r.sweep["full"][i], r.sweep.get("ahead", r.sweep["full"])[i])
-                for r in results
-            ]
+            [r.sweep["truncated"][i] - max(r.sweep[arm][i] for arm in ENVELOPE if arm in r.sweep) for r in results]
             for i in range(len(costs))
         ]
     )
@@ -169,13 +164,13 @@ def latency_boundary(results: Sequence[Result]) -> Boundary:
         tuple(costs),
         tuple(r.seed for r in results),
         deltas,
-        "Δ win rate (truncated − the better full AoT)",
+        "Δ win rate (truncated − the best alternative at that cost)",
     )
 
 
 def break_even_table(
     results: Sequence[Result],
-    arms: Sequence[str] = ("truncated", "direct", "curriculum", "none", "full", "ahead", "multi_call"),
+    arms: Sequence[str] = ("truncated", "none", "full", "ahead", "multi_call"),
 ):
     """Per arm, the cost per token at which its win rate falls to half its paused value: mean ± sd over seeds."""
     from toyscale.core import Table, mean_std
@@ -196,7 +191,7 @@ def fig_latency_boundary(results: Sequence[Result], margin: float) -> go.Figure:
     boundary = latency_boundary(results)
     fig = fig_boundary(
         boundary,
-        "Truncation's real-time gain over the better full AoT, across the cost per decoded token",
+        "Truncation's real-time gain over the best alternative, across the cost per decoded token",
         margin=margin,
     )
     colors = _colors()

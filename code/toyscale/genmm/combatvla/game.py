@@ -28,15 +28,21 @@ W, A, S, D, SHIFT, SPACE, R, IMMOBILIZE, LIGHT, HEAVY = range(10)
 PHASES = ("approach", "windup_thrust", "windup_sweep", "recover", "stunned")
 APPROACH, WINDUP_THRUST, WINDUP_SWEEP, RECOVER, STUNNED = range(5)
 # Enemy kinds, drawn per fight and shown in every frame (the helmet's brightness), but named by
-# no explanation slot: a swordsman's thrust misses a sidestep, a lancer's thrust follows it.
-KINDS = ("swordsman", "lancer")
-SWORDSMAN, LANCER = range(2)
+# no explanation slot: a swordsman's thrust misses a sidestep, a lancer's thrust follows it, and a
+# duelist (whose thrust misses a sidestep too) winds up one tick faster than the others, so the cue's
+# length alone no longer says when a strike lands (the explanation's "when" slot does).
+KINDS = ("swordsman", "lancer", "duelist")
+SWORDSMAN, LANCER, DUELIST = range(3)
+HELMET = (1.0, 0.5, 0.25)  # the helmet's brightness per kind, a share of the body's
 
 ARENA = 12  # cells on the line
 MAX_HP, ENEMY_HP, POTIONS = 10, 30, 2
-WINDUP = {WINDUP_THRUST: 3, WINDUP_SWEEP: 4}  # ticks from the cue to the strike
+# ticks from the cue to the strike (a duelist's: HASTE fewer); the chapter's first duel had 3 and 4 (and damage
+# 4 and 5), where no thought and full AoT won nearly every fight paused once trained to their best point
+WINDUP = {WINDUP_THRUST: 2, WINDUP_SWEEP: 3}
+HASTE = 1  # ticks a duelist's wind-up is shorter
 REACH = {WINDUP_THRUST: 3, WINDUP_SWEEP: 2}  # a strike hits at this distance or closer
-DAMAGE = {WINDUP_THRUST: 4, WINDUP_SWEEP: 5}
+DAMAGE = {WINDUP_THRUST: 5, WINDUP_SWEEP: 6}
 RECOVER_TICKS, STUN_TICKS = 3, 4
 COOLDOWN = {"dodge": 4, "heavy": 4, "immobilize": 16}
 HEAL, IMMOBILIZE_RANGE = 4, 3
@@ -88,8 +94,7 @@ class Battle:
     @property
     def strike_in(self) -> np.ndarray:
         """Ticks until the winding-up enemy strikes (0: at the end of this tick); -1 when not winding up."""
-        windup = np.where(self.phase == WINDUP_SWEEP, WINDUP[WINDUP_SWEEP], WINDUP[WINDUP_THRUST])
-        return np.where(self.winding, windup - 1 - self.timer, -1)
+        return np.where(self.winding, windup_ticks(self.phase, self.kind) - 1 - self.timer, -1)
 
     @property
     def winding(self) -> np.ndarray:
@@ -97,6 +102,12 @@ class Battle:
 
     def copy(self) -> Battle:
         return Battle(**{k: v.copy() for k, v in self.__dict__.items()})
+
+
+def windup_ticks(phase: np.ndarray, kind: np.ndarray) -> np.ndarray:
+    """Ticks from the cue to the strike of each enemy's wind-up (a duelist's are `HASTE` fewer)."""
+    windup = np.where(phase == WINDUP_SWEEP, WINDUP[WINDUP_SWEEP], WINDUP[WINDUP_THRUST])
+    return windup - np.where(kind == DUELIST, HASTE, 0)
 
 
 def new_battles(n: int, seed: int) -> Battle:
@@ -163,11 +174,10 @@ def step(b: Battle, keys: np.ndarray, attacks: np.ndarray) -> Battle:
     b.timer = np.where(stunned_now, STUN_TICKS + 1, b.timer)
     winding = alive & b.winding
     b.timer = np.where(winding, b.timer + 1, b.timer)
-    windup = np.where(b.phase == WINDUP_SWEEP, WINDUP[WINDUP_SWEEP], WINDUP[WINDUP_THRUST])
-    strike = winding & (b.timer >= windup)
+    strike = winding & (b.timer >= windup_ticks(b.phase, b.kind))
     reach = np.where(b.phase == WINDUP_SWEEP, REACH[WINDUP_SWEEP], REACH[WINDUP_THRUST])
-    # a dodge beats every strike; a sidestep beats a swordsman's thrust only
-    missed = dodge | (sidestep & (b.phase == WINDUP_THRUST) & (b.kind == SWORDSMAN))
+    # a dodge beats every strike; a sidestep beats a swordsman's or a duelist's thrust only
+    missed = dodge | (sidestep & (b.phase == WINDUP_THRUST) & (b.kind != LANCER))
     hit = strike & (b.distance <= reach) & ~missed
     base = np.where(b.phase == WINDUP_SWEEP, DAMAGE[WINDUP_SWEEP], DAMAGE[WINDUP_THRUST])
     # a block halves the strike (rounded down)
@@ -202,8 +212,9 @@ def render(b: Battle) -> np.ndarray:
 
     Rows 0–5 are the HUD: the player's HP bar, the enemy's HP bar, potion pips, and the dodge,
     heavy and immobilize cooldown bars (lit while cooling down). Rows 6–9 are the arena: the
-    player (grey), the enemy (white; dim while it recovers, striped when immobilized; a lancer's
-    helmet, row 7, at half the body's brightness), and the windup cue in row 6: a bar that grows by
+    player (grey), the enemy (white; dim while it recovers, striped when immobilized; its helmet,
+    row 7, at `HELMET`'s share of the body's brightness: full for a swordsman, half for a lancer, a
+    quarter for a duelist), and the windup cue in row 6: a bar that grows by
     one pixel a tick from the enemy toward the player, bright for a sweep and half-bright for a
     thrust. A strike that landed flashes the player's cells.
     """
@@ -220,7 +231,7 @@ def render(b: Battle) -> np.ndarray:
     rows = np.arange(n)
     body = np.select([b.phase == RECOVER, b.phase == STUNNED], [0.35, 0.7], default=1.0)
     for r in (7, 8, 9):
-        helmet = np.where((r == 7) & (b.kind == LANCER), 0.5, 1.0)
+        helmet = np.where(r == 7, np.asarray(HELMET)[b.kind], 1.0)
         frame[rows, r, np.clip(b.enemy, 0, WIDTH - 1)] = body * helmet
         frame[rows, r, b.player] = np.where(b.flash == 1, 1.0, 0.5)
     frame[rows[b.phase == STUNNED], 8, np.clip(b.enemy, 0, WIDTH - 1)[b.phase == STUNNED]] = 0.0
@@ -236,7 +247,7 @@ def expert_keys(b: Battle) -> np.ndarray:
     """The scripted expert: the reference player of the chapter (the paper compares with humans).
 
     In order of priority: avoid a strike that lands this tick and would hit (sidestep a
-    swordsman's thrust; dodge a lancer's thrust or any sweep, or block it when the dodge cools
+    swordsman's or a duelist's thrust; dodge a lancer's thrust or any sweep, or block it when the dodge cools
     down); immobilize a sweep being wound up; drink at 4 HP or less; close in; at distance 1
     strike, heavy when ready. The enemy's kind is in the frames but in no explanation slot, so
     the key is not a function of the explanation alone.
@@ -249,7 +260,7 @@ def expert_keys(b: Battle) -> np.ndarray:
     keys = np.where((b.hp <= 4) & (b.potions > 0), R, keys)
     sweep_starts = (b.phase == WINDUP_SWEEP) & (b.strike_in > 0) & (b.immobilize_cd == 0)
     keys = np.where(sweep_starts & (dist <= IMMOBILIZE_RANGE), IMMOBILIZE, keys)
-    sidestep = (b.phase == WINDUP_THRUST) & (b.kind == SWORDSMAN)
+    sidestep = (b.phase == WINDUP_THRUST) & (b.kind != LANCER)
     avoid = np.where(sidestep, A, np.where(b.dodge_cd == 0, SPACE, SHIFT))
     return np.where(threat, avoid, keys)
 
