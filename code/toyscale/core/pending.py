@@ -15,7 +15,6 @@ RE_AUDIT_PENDING: frozenset[str] = frozenset(
         "glvq",
         "ddk",
         "dcpt",
-        "badiff",
         "victor",
         "combatvla",
     }
