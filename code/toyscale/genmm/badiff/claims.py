@@ -25,29 +25,28 @@ from toyscale.core.protocol import Alternative, Alternatives, Regime
 from .experiment import ARMS, Config, Result
 
 # Margins from `python -m toyscale calibrate badiff --seeds 12 --jobs 1` on calibration seeds 1000–1011, default
-# config, native numerics (calibration/default.json) and ATEN_CPU_CAPABILITY=default (default.aten-default.json).
-# "q05" / "q95": the 5th / 95th percentile of the means over five-seed windows of those seeds (native / perturbed).
-#: Any improvement counts: the method's q95 is below zero in both records (BADiff against the stronger early
-#: alternative −2.94 / ATEN_HEADLINE; against its constant stop −0.57 / ATEN_POLICY; against the cascade −2.75 /
-#: ATEN_CASCADE), so no margin ≥ 0 passes 95 % of windows and these effects are not expected.
+# config, native numerics (calibration/default.json; the same runs under ATEN_CPU_CAPABILITY=default are in
+# default.aten-default.json). "q05" / "q95": the 5th / 95th percentile of the means over five-seed windows.
+#: Any improvement counts: the method's q95 is below zero (BADiff against the stronger early alternative −2.94;
+#: against its constant stop −0.57; against the cascade −2.75), so no margin ≥ 0 passes 95 % of windows and these
+#: effects are not expected.
 FD_MARGIN = 0.0  # Fréchet distance
-#: The received-target early estimate against the stronger alternative: method q95 −1.34 / ATEN_RECEIVED, below
-#: zero; its mechanism-off falsifier (the target x₀ itself) lands as low (q95 −1.56 / ATEN_RECEIVED_OFF).
+#: The received-target early estimate against the stronger alternative: method q95 −1.34, below zero; its
+#: mechanism-off falsifier (the target x₀ itself) lands as low (q95 −1.56).
 RECEIVED_MARGIN = 0.0  # Fréchet distance
-#: Between the hinge-off falsifier's q95 (−0.09 / ATEN_HINGE_OFF) and the method's q05 (3.42 / ATEN_POST_Q05); the
-#: mean clears it on nearly every window, but the post-process wins on enough seeds that only 85 % / ATEN_POST_RATE
-#: of windows win four of five: not expected.
+#: Between the hinge-off falsifier's q95 (−0.09) and the method's q05 (3.42): the mean clears it on nearly every
+#: window, but the post-process wins on enough seeds that only 85 % of windows win four of five: not expected.
 POSTPROCESS_MARGIN = 1.0  # Fréchet distance at L(R)
-SHARE_MARGIN = 0.03  # over-budget share at L(R) the hinge cuts (a mechanism); method q05 0.046 / ATEN_SHARE
-EVALS_MARGIN = 5.0  # evaluations per image saved against the cascade's T = 50; method q05 21.0 / ATEN_EVALS
+SHARE_MARGIN = 0.03  # over-budget share at L(R) the hinge cuts (a mechanism); method q05 0.046
+EVALS_MARGIN = 5.0  # evaluations per image saved against the cascade's T = 50; method q05 21.0
 #: The paper's speed-up comes with better quality, so "no worse than the cascade" is a lenient guard; method q05 of
-#: FD BADiff − FD cascade +2.75 / ATEN_GUARD: the claim passes no window
+#: FD BADiff − FD cascade +2.75: the claim passes no window
 FD_GUARD = 0.0
 #: bpp; the loose budget's rate change, float noise where the hinge is zero on every digit (q05, q95 within ±0.0001)
 CONTROL_BAND = 0.005
 MATCH_TOLERANCE = 0.01  # evaluations per image by which a matched arm may differ from BADiff (rounding to 1/n)
-#: Mean |achieved − target| bits per pixel the ladder's eight levels leave any arm; the largest on any calibration
-#: seed is 0.19 / ATEN_GAP
+#: Mean |achieved − target| bits per pixel the ladder's eight levels leave any arm; the largest mean over the
+#: calibration seeds is 0.19
 RATE_TOLERANCE = 0.25
 
 _config = Config()
