@@ -14,7 +14,6 @@ RE_AUDIT_PENDING: frozenset[str] = frozenset(
         "star",
         "glvq",
         "ddk",
-        "badiff",
         "victor",
     }
 )

@@ -23,6 +23,9 @@ ARM_LABELS = {
     "cascade": "full sampling + codec (cascade)",
     "naive": "naive early stop (x̂₀)",
     "naive_shuffled": "naive, BADiff's per-image stops shuffled",
+    "strided": "shorter sampler (as many DDIM steps, finished)",
+    "received": "conditioned on x₀ as received at L(R), stopped early",
+    "postprocess": "cascade, pixels below θ zeroed (post-process)",
     "cascade_redraw": "cascade, a second draw of x_T",
     "real": "real training digits + codec",
 }
@@ -31,7 +34,17 @@ ARM_LABELS = {
 def arm_colors() -> dict[str, str]:
     """One colour per arm: BADiff's in the method's colour family, the baselines in blues and greys."""
     method = ["badiff", "badiff_constant", "badiff_full"]
-    arms = [*method, "cascade", "naive", "conditioned", "naive_shuffled", "cascade_redraw"]
+    arms = [
+        *method,
+        "cascade",
+        "naive",
+        "strided",
+        "received",
+        "postprocess",
+        "conditioned",
+        "naive_shuffled",
+        "cascade_redraw",
+    ]
     return plot.colors(arms, method=method) | {"real": plot.ORACLE_COLOR}
 
 

@@ -57,13 +57,13 @@ def sample_trajectory(
     return Trajectory(np.stack(estimates).astype(np.float64), np.stack(features))
 
 
-def stop_labels(trajectory: Trajectory, target_bpp: float, beta: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
-    """BADiff's stop labels from full trajectories.
+def stop_costs(trajectory: Trajectory, target_bpp: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of J(k) that do not depend on γ: (rate excess + β · distortion, k / T), each (steps, n).
 
-    For every image and every k = 1..T evaluations, send x̂₀(k) through the link at the target and
-    score J(k) = max(0, rate(k) − R) + β · MSE(received(k), received(T)) + γ · k/T; k* = argmin_k J(k).
-    The rate enters as a hinge, as in training: a rate below the budget earns nothing, since rate
-    control already keeps every image within it. Returns (k* per image, label[k, i] = 1 when k ≥ k*).
+    For every image and every k = 1..T evaluations, x̂₀(k) is sent through the link at the target;
+    the rate enters as a hinge max(0, rate(k) − R), as in training (a rate below the budget earns
+    nothing, since rate control already keeps every image within it), the distortion is the MSE of
+    the received x̂₀(k) to the received finished sample.
     """
     steps, n = trajectory.x0_hat.shape[:2]
     flat = trajectory.x0_hat.reshape(steps * n, digits.SIDE, digits.SIDE)
@@ -71,11 +71,48 @@ def stop_labels(trajectory: Trajectory, target_bpp: float, beta: float, gamma: f
     received = sent.received.reshape(steps, n, -1)
     excess = np.maximum(sent.bpp.reshape(steps, n) - target_bpp, 0.0)
     distortion = ((received - received[-1][None]) ** 2).mean(axis=2)
-    k = np.arange(1, steps + 1)[:, None]
+    k = np.arange(1, steps + 1)[:, None] * np.ones((1, n))
+    return excess + beta * distortion, k / steps
+
+
+def stop_labels_from(costs: tuple[np.ndarray, np.ndarray], gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """(k* per image, label[k, i] = 1 when k ≥ k*) from `stop_costs` and the step weight γ."""
+    quality, steps = costs
     # J(k) = max(0, rate − R) + β · distortion + γ · k / T
-    cost = excess + beta * distortion + gamma * k / steps
-    best = np.argmin(cost, axis=0) + 1
+    best = np.argmin(quality + gamma * steps, axis=0) + 1
+    k = np.arange(1, quality.shape[0] + 1)[:, None]
     return best, (k >= best[None, :]).astype(np.float32)
+
+
+def stop_labels(trajectory: Trajectory, target_bpp: float, beta: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """BADiff's stop labels from full trajectories.
+
+    For every image and every k = 1..T evaluations, score J(k) = max(0, rate(k) − R) + β ·
+    MSE(received(k), received(T)) + γ · k/T (`stop_costs`); k* = argmin_k J(k). Returns (k* per
+    image, label[k, i] = 1 when k ≥ k*).
+    """
+    return stop_labels_from(stop_costs(trajectory, target_bpp, beta), gamma)
+
+
+def gamma_for_compute(costs: tuple[np.ndarray, np.ndarray], mean_evals: float, iterations: int = 40) -> float:
+    """The step weight γ whose labels stop the label trajectories after `mean_evals` evaluations on average.
+
+    The mean k* falls as γ rises (a larger price per step never moves an argmin later), so bisection
+    on γ finds the weight that sets the compute; it reads only the label trajectories, never test data.
+    """
+    steps = costs[0].shape[0]
+    if not 1 <= mean_evals <= steps:
+        raise ValueError(f"mean_evals must lie in [1, {steps}], got {mean_evals}")
+    low, high = 0.0, 1.0
+    while stop_labels_from(costs, high)[0].mean() > mean_evals and high < 1e6:
+        high *= 2
+    for _ in range(iterations):
+        middle = (low + high) / 2
+        if stop_labels_from(costs, middle)[0].mean() > mean_evals:
+            low = middle
+        else:
+            high = middle
+    return high
 
 
 class StopPolicy(nn.Module):
@@ -156,3 +193,31 @@ def constant_stops(mean_evals: float, n: int, steps: int) -> np.ndarray:
 def at_stops(trajectory: Trajectory, k: np.ndarray) -> np.ndarray:
     """Each image's x̂₀ after its own number of evaluations k_i (1 ≤ k_i ≤ T)."""
     return trajectory.x0_hat[np.asarray(k) - 1, np.arange(trajectory.x0_hat.shape[1])]
+
+
+@torch.no_grad()
+def sample_strided(model: Denoiser, n: int, seed: int, evals: int, target_bpp: float | None = None) -> np.ndarray:
+    """A shorter sampler: `evals` deterministic DDIM steps on evenly spaced timesteps from T − 1 to 0.
+
+    From x_t with estimate x̂₀, the η = 0 step jumps to the next timestep s of the grid:
+    x_s = √ᾱ_s x̂₀ + √(1 − ᾱ_s) ε̂, ε̂ = (x_t − √ᾱ_t x̂₀)/√(1 − ᾱ_t). The last evaluation, at t = 0,
+    gives the finished sample (images (n, 8, 8) in [0, 1]). x_T is drawn from `seed` as in
+    `sample_trajectory`, so the two samplers start from the same points.
+    """
+    if not 1 <= evals <= model.steps:
+        raise ValueError(f"evals must lie in [1, {model.steps}], got {evals}")
+    on = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
+    alpha_bar = cosine_schedule(model.steps).to(on)
+    x = torch.randn((n, PIXELS), generator=generator).to(on)
+    target = None if target_bpp is None else torch.full((n,), float(target_bpp), device=on)
+    grid = np.unique(np.rint(np.linspace(model.steps - 1, 0, evals)).astype(int))[::-1]
+    x0_hat = x
+    for i, t in enumerate(grid):
+        x0_hat = model(x, torch.full((n,), int(t), device=on), target)[0].clamp(-1, 1)
+        if i + 1 < len(grid):
+            a, a_next = alpha_bar[t], alpha_bar[grid[i + 1]]
+            eps_hat = (x - a.sqrt() * x0_hat) / (1 - a).sqrt()
+            # x_s = √ᾱ_s x̂₀ + √(1 − ᾱ_s) ε̂
+            x = a_next.sqrt() * x0_hat + (1 - a_next).sqrt() * eps_hat
+    return to_image_space(x0_hat).reshape(n, digits.SIDE, digits.SIDE).cpu().numpy().astype(np.float64)

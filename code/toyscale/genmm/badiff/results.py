@@ -1,10 +1,11 @@
 """The committed results (`data/genmm/badiff_results.npz`): what the notebook shows but cannot recompute in budget.
 
 Five book seeds of the default configuration (the claims table), and the two sweeps of the boundary
-(CLAIMS.md §7): the hinge's cut across the target rate, and the cost of naive early stopping across
-the training budget. Rebuild with `python -m toyscale data --rebuild badiff_results`. The tests and
-`reproduce` recompute everything and never read this file; whether it is current is decided by its
-fingerprint (`toyscale.datasets`), never by a rerun.
+(CLAIMS.md §7): BADiff against naive early stopping and a shorter sampler across the compute (the
+speed-up over full sampling, the headline's boundary, with the chapter's operating point before the
+re-audit beside it), and the hinge's cut across the target rate. Rebuild with `python -m toyscale data
+--rebuild badiff_results`. The tests and `reproduce` recompute everything and never read this file;
+whether it is current is decided by its fingerprint (`toyscale.datasets`), never by a rerun.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toyscale.core import BOOK_SEEDS
-from toyscale.core.boundary import Boundary, sweep
+from toyscale.core.boundary import Boundary
 
 from .experiment import (
     ARMS,
@@ -26,41 +27,31 @@ from .experiment import (
     Config,
     Result,
     bandwidth_boundary,
-    naive_gap,
+    compute_boundary,
     run,
 )
 
 #: Target rates of the bandwidth sweep: from budgets every digit fits at its design level to the tightest.
-BANDWIDTH_POINTS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.6)
-#: Adam steps per denoiser of the training-budget sweep (the default trains 1,200).
-BUDGETS = (300, 600, 1200, 2400)
-#: Where the budget sweep's naive arm stops: 40 of the T = 50 steps, about where BADiff's policy stops.
-NAIVE_STOP = 40
+BANDWIDTH_POINTS = (0.8, 1.0, 1.1, 1.3, 1.4)
+#: Speed-ups of the compute sweep: none (full sampling), mild, the paper's (the regime) and beyond.
+SPEEDUPS = (1.0, 1.25, 1.7, 2.5)
+#: The label weight γ of the chapter's operating point before the re-audit: a point of the compute sweep.
+PREVIOUS_GAMMA = 0.3
 
 
 @dataclass
 class Reference:
-    """The committed results, unpacked: per-seed Results (numbers only) and the two boundaries."""
+    """The committed results, unpacked: per-seed Results (numbers only) and the boundaries."""
 
     results: list[Result]
     bandwidth: Boundary
     binding: np.ndarray  # (points, seeds): the plain model's over-budget share at each bandwidth point
-    budget: Boundary
-
-
-def budget_boundary(config: Config, seeds: Sequence[int]) -> Boundary:
-    """FD(naive at `NAIVE_STOP`) − FD(cascade) of the plain model across its training budget."""
-    return sweep(
-        lambda budget, seed: naive_gap(config, int(budget), seed, NAIVE_STOP),
-        BUDGETS,
-        seeds,
-        parameter="training budget (Adam steps per denoiser)",
-        delta_name=f"Δ FD (naive at {NAIVE_STOP} of {config.steps} steps − cascade)",
-    )
+    compute: dict[str, Boundary]  # 'naive', 'strided': Δ FD (alternative − BADiff) across the speed-up
+    previous: np.ndarray  # (seeds, 3): mean evaluations, Δ vs naive, Δ vs strided at γ = PREVIOUS_GAMMA
 
 
 def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS, config: Config | None = None) -> dict[str, np.ndarray]:
-    """Run the default configuration (or `config`) on `seeds` and pack the claims' numbers and both boundaries."""
+    """Run the default configuration (or `config`) on `seeds` and pack the claims' numbers and the boundaries."""
     config = config or Config()
     results = [run(config, seed=seed) for seed in seeds]
     arms = [*ARMS, *DIAGNOSTICS, *CONTROL_ARMS]
@@ -74,8 +65,9 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS, config: Config | None = 
                     by_target[i, j, k] = result.by_target[arm][name]
     stops = np.array([[[np.mean(s), np.std(s), np.mean(np.asarray(s) <= 10)] for s in r.stop_steps] for r in results])
     labels = np.array([[[np.mean(s), np.std(s)] for s in r.label_steps] for r in results])
+    budget_arms = list(results[0].budgets)
+    compute, previous = compute_boundary(config, SPEEDUPS, tuple(seeds), PREVIOUS_GAMMA)
     bandwidth, binding = bandwidth_boundary(config, BANDWIDTH_POINTS, tuple(seeds))
-    budget = budget_boundary(config, seeds)
     arrays = {
         "seeds": np.asarray(seeds, dtype=np.int64),
         "targets": np.asarray(config.targets, dtype=np.float64),
@@ -86,11 +78,17 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS, config: Config | None = 
         "by_target": by_target,
         "stops": stops,  # (seeds, targets, [mean, sd, share ≤ 10 evaluations]) of BADiff's policy
         "labels": labels,  # (seeds, targets, [mean, sd]) of the label steps k*
+        "gammas": np.array([r.gammas for r in results], dtype=np.float64),  # (seeds, targets)
+        "thresholds": np.array([r.thresholds for r in results], dtype=np.float64),  # (seeds, targets)
         "steps_used": np.array([[r.steps_used[m] for m in MODELS] for r in results], dtype=np.int64),
+        "budget_arms": np.array(budget_arms),
+        "budgets": np.array([[r.budgets[a] for a in budget_arms] for r in results], dtype=np.int64),
         "binding": binding,
+        "previous": previous,
     }
     arrays.update({f"bandwidth_{key}": value for key, value in bandwidth.as_arrays().items()})
-    arrays.update({f"budget_{key}": value for key, value in budget.as_arrays().items()})
+    for name, boundary in compute.items():
+        arrays.update({f"compute_{name}_{key}": value for key, value in boundary.as_arrays().items()})
     return arrays
 
 
@@ -99,6 +97,7 @@ def reference_from_arrays(arrays: dict[str, np.ndarray], config: Config | None =
     config = config or Config()
     arms = [str(a) for a in arrays["arms"]]
     names = [str(n) for n in arrays["metric_names"]]
+    budget_arms = [str(a) for a in arrays["budget_arms"]]
     results = []
     for i, seed in enumerate(arrays["seeds"]):
         grid = arrays["metrics"][i]
@@ -119,13 +118,19 @@ def reference_from_arrays(arrays: dict[str, np.ndarray], config: Config | None =
                 by_target=by_target,
                 design_levels=arrays["design_levels"].tolist(),
                 steps_used={m: int(s) for m, s in zip(MODELS, arrays["steps_used"][i], strict=True)},
+                budgets={a: (int(u), int(lim)) for a, (u, lim) in zip(budget_arms, arrays["budgets"][i], strict=True)},
+                gammas=arrays["gammas"][i].tolist(),
+                thresholds=arrays["thresholds"][i].tolist(),
             )
         )
 
     def boundary(prefix: str) -> Boundary:
         return Boundary.from_arrays({k.removeprefix(prefix): v for k, v in arrays.items() if k.startswith(prefix)})
 
-    return Reference(results, boundary("bandwidth_"), np.asarray(arrays["binding"]), boundary("budget_"))
+    compute = {name: boundary(f"compute_{name}_") for name in ("naive", "strided")}
+    return Reference(
+        results, boundary("bandwidth_"), np.asarray(arrays["binding"]), compute, np.asarray(arrays["previous"])
+    )
 
 
 def reference() -> Reference:

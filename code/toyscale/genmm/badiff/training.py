@@ -34,12 +34,15 @@ class Branch:
     """What one arm's fine-tuning adds to the trunk.
 
     conditioned: attach the quality embedding; hinge_weight: λ of the rate hinge (0: none);
-    targets: the target rates R drawn per image during fine-tuning (conditioned arms).
+    targets: the target rates R drawn per image during fine-tuning (conditioned arms);
+    received: train towards x₀ as the link delivers it at the design level L(R) (quantised to L grey
+    levels) instead of x₀ itself, a reconstruction target that depends on R.
     """
 
     conditioned: bool
     hinge_weight: float = 0.0
     targets: tuple[float, ...] = ()
+    received: bool = False
 
     def __post_init__(self) -> None:
         if self.hinge_weight < 0:
@@ -48,6 +51,8 @@ class Branch:
             raise ValueError("a hinge needs a conditioned branch (the target rate is its input)")
         if self.conditioned and not self.targets:
             raise ValueError("a conditioned branch needs the target rates it trains on")
+        if self.received and not self.conditioned:
+            raise ValueError("a received-target branch needs a conditioned branch (the target rate sets its level)")
 
 
 @dataclass
@@ -57,6 +62,12 @@ class TrainLog:
     losses: list[float] = field(default_factory=list)
     validation: list[tuple[int, float]] = field(default_factory=list)  # (total steps, validation loss)
     best_step: int = 0  # total Adam steps (trunk + branch) behind the weights kept
+    limit: int = 0  # total Adam steps the budget allowed (trunk + branch)
+
+    @property
+    def budget(self) -> tuple[int, int]:
+        """(steps behind the weights kept, steps the budget allowed): what `Result.budgets` reports."""
+        return self.best_step, self.limit
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,7 @@ class Schedule:
     batch_size: int
     lr: float
     eval_every: int
+    min_delta: float = 0.0  # a checkpoint is a new best only when it lowers the validation loss by more than this share
 
     @property
     def total(self) -> int:
@@ -90,7 +102,8 @@ def branch_loss(
     """An arm's training loss on one batch: ‖x̂₀ − x₀‖² [+ λ · max(0, Ĥ_{L(R)}(x̂₀) − R)].
 
     pick: a uniform number in [0, 1) per image that selects its target from `branch.targets`, so
-    that arms with different target sets still share one random stream.
+    that arms with different target sets still share one random stream. A `received` branch
+    replaces x₀ in the reconstruction term by x₀ as received at L(R): round(x₀ (L − 1)) / (L − 1).
     """
     target = None
     if branch.conditioned:
@@ -98,7 +111,12 @@ def branch_loss(
         which = (pick * len(branch.targets)).long().clamp_max(len(branch.targets) - 1)
         target = targets[which]
     x0_hat, _ = model(q_sample(x0, t, noise, alpha_bar), t, target)
-    loss = F.mse_loss(x0_hat, x0)
+    reference = x0
+    if branch.received:
+        # x₀ as the link delivers it at the design level L(R): its grey levels rounded to L − 1 steps
+        steps = torch.tensor([levels[r] - 1 for r in branch.targets], device=x0.device, dtype=x0.dtype)[which][:, None]
+        reference = to_model_space(torch.round(to_image_space(x0) * steps) / steps)
+    loss = F.mse_loss(x0_hat, reference)
     if branch.hinge_weight > 0:
         image = to_image_space(x0_hat)
         rate = torch.zeros(x0.shape[0], device=x0.device)
@@ -136,7 +154,7 @@ def train_denoisers(
     """
     levels = dict(levels or {})
     for name, branch in branches.items():
-        missing = [r for r in branch.targets if branch.hinge_weight > 0 and r not in levels]
+        missing = [r for r in branch.targets if (branch.hinge_weight > 0 or branch.received) and r not in levels]
         if missing:
             raise ValueError(f"levels must give a codec level for the targets {missing} of branch {name!r}")
     if not branches:
@@ -144,7 +162,11 @@ def train_denoisers(
     on = train_x.device
     trunk_key = (_digest(train_x, validation_x), schedule, seed, str(on))
     keys = {
-        name: (trunk_key, branch, tuple((r, levels[r]) for r in branch.targets) if branch.hinge_weight > 0 else ())
+        name: (
+            trunk_key,
+            branch,
+            tuple((r, levels[r]) for r in branch.targets) if branch.hinge_weight > 0 or branch.received else (),
+        )
         for name, branch in branches.items()
     }
     todo = {name: branch for name, branch in branches.items() if keys[name] not in _MEMO}
@@ -254,7 +276,7 @@ def _train_branches(
         fork.load_state_dict(copy.deepcopy(optimizer.state_dict()))  # a copy: Adam updates its moments in place
         if branch.conditioned:
             fork.add_param_group({"params": list(model.quality.parameters())})
-        log = TrainLog(losses=list(trunk_losses))
+        log = TrainLog(losses=list(trunk_losses), limit=schedule.total)
         _fine_tune(model, fork, branch, batches, validation, schedule, levels, alpha_bar, log)
         _keep(keys[name], (_state(model), log))
 
@@ -281,7 +303,8 @@ def _fine_tune(
             score = branch_loss(model, *validation, branch, levels, alpha_bar).item()
         model.train()
         log.validation.append((total, score))
-        if best is None or score < best[0]:
+        # a new best must lower the loss by more than the share min_delta (as core.train.EarlyStopping's min_delta)
+        if best is None or score < best[0] * (1 - schedule.min_delta):
             best = (score, {k: v.detach().clone() for k, v in model.state_dict().items()})
             log.best_step = total
 
