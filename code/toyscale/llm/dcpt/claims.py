@@ -33,7 +33,6 @@ from .experiment import (
     BASELINE_POLICIES,
     EXTRAPOLATION_LABELS,
     LAW_FREE_LABELS,
-    POLICY_LABELS,
     SPLIT_NAMES,
     Config,
     Result,
@@ -76,16 +75,16 @@ _config = Config()
 #: The regime of the extrapolation (CLAIMS.md §7, v2): the paper's use of the law is to predict the loss at
 #: mixture ratios that were not run. The toy fits the lower half of its ratio range and predicts the upper half.
 EXTRAPOLATION_REGIME = Regime(
-    "fitted ratios (every run at r ≤ this share; every higher ratio predicted)",
+    "largest fitted ratio",
     _config.fit_ratio_max,
     "the paper's use of the law: predict the loss at mixture ratios that were not run; the lower half of the "
     "ratio range fitted, the upper half predicted, fixed before this calibration",
 )
 #: The regime of the held-out splits: the paper's own three held-out settings.
 HELD_OUT_REGIME = Regime(
-    "held-out points (paper's splits)",
-    "interior ratios / the largest model / the later half of D",
-    "the paper's held-out settings: unseen ratios, an unseen larger model, unseen later data sizes",
+    "held-out points",
+    "the paper's splits",
+    "the paper's held-out settings: unseen (interior) ratios, an unseen larger model, the later half of D",
 )
 #: The regime of the decision: the paper's premise is a converged base model, whose general loss continued
 #: general training leaves nearly flat, so the tolerance measures forgetting. Its defining property, checked by
@@ -96,10 +95,11 @@ HELD_OUT_REGIME = Regime(
 #: notebook glues how many), none so far that the limit falls below the start.
 DESIGN_DRIFT_SHARE = 0.5
 BASE_REGIME = Regime(
-    "the limit (1 + T) × the general-only CPT run's general loss, against each base model's loss before CPT",
+    "tolerance limit vs start loss",
     "above",
     "the paper's premise: CPT starts from a general model pretrained far longer than CPT lasts, so continuing it "
-    "on general text leaves its general loss nearly flat and (1 + T) of it bounds forgetting, not learning; "
+    "on general text leaves its general loss nearly flat and (1 + T) of it bounds forgetting, not learning: the "
+    "limit, (1 + T) × the general-only CPT run's general loss, lies above each base model's loss before CPT; "
     "fixed in GridConfig before the grids were rebuilt",
 )
 
@@ -179,7 +179,7 @@ class EveryAlternative:
                     values(results, arm, self.metric),
                     margin=self.margin,
                     higher_is_better=False,
-                    name=self.label.format(EXTRAPOLATION_LABELS[arm]),
+                    name=self.label.format(_EXTRAPOLATION_SHORT[arm]),
                 )
                 for arm in self.alternatives.names
                 if arm not in self.excluded
@@ -250,6 +250,17 @@ def _check_extrapolation(results: Sequence[Result]) -> Verdict:
     )
 
 
+#: The extrapolation's alternatives, named short enough for a row of the claims table.
+_EXTRAPOLATION_SHORT = {"nearest": "nearest ratio", "linear": "line in r", "per_ratio": "per-ratio laws"}
+#: The decision's law-free policies, named short enough for a row of the claims table.
+_POLICY_SHORT = {
+    "small_grid": "grid search, second-largest model",
+    "cheap_largest": "largest cheap-feasible r",
+    "always_domain": "always r = 1",
+    "always_general": "always r = 0",
+}
+
+
 def _check_decision(results: Sequence[Result]) -> Verdict:
     law = values(results, "decision", "law_loss")
     return all_of(
@@ -259,7 +270,7 @@ def _check_decision(results: Sequence[Result]) -> Verdict:
                 values(results, "decision", f"{policy}_loss"),
                 margin=DECISION_MARGIN,
                 higher_is_better=False,
-                name=f"Δ decision loss ({POLICY_LABELS[policy]} − law), bits/char",
+                name=f"Δ decision loss ({_POLICY_SHORT[policy]} − law)",
             )
             for policy in BASELINE_POLICIES
         )
@@ -285,7 +296,7 @@ CLAIMS = [
             EXTRAPOLATION_ALTERNATIVES,
             "rmse_extrapolated",
             EXTRAPOLATED_MARGIN,
-            "Δ RMSE ({} − D-CPT), ratios above the fitted ones, bits/char",
+            "Δ RMSE ({} − D-CPT)",
         ),
         regime=EXTRAPOLATION_REGIME,
         alternatives=EXTRAPOLATION_ALTERNATIVES,
