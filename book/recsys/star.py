@@ -197,7 +197,7 @@ assert pn.running_mean[0].item() == 2.0 and pn.running_mean[1].item() == 11.0
 
 # %% [markdown]
 # (With `momentum=1.0` the moving average is just the last batch, to keep the example
-# readable; training uses 0.1.) If BN is trained on single-domain batches, its single
+# readable; training uses `momentum=0.1`.) If BN is trained on single-domain batches, its single
 # average is whatever domain came last or, over many batches, a blend of the domains: at
 # test time it normalizes every domain with statistics that match none of them, while in
 # training each batch was normalized with its own domain's. That is the failure PN was
@@ -297,8 +297,9 @@ assert gap < star.FOLD_TOLERANCE
 # A model is only better than another if both were given the same chance. Every arm here
 # follows one protocol (`star.experiment`):
 #
-# - **Three splits by page view.** Half of the page views train, 15 % validate (every
-#   choice is made there), 35 % test; no page view is in two splits. The test split is large
+# - **Three splits by page view.** Half of the page views train, a share validate
+#   (`validation_fraction=0.15`: every choice is made there) and the rest test
+#   (`test_fraction=0.35`); no page view is in two splits. The test split is large
 #   so that the small domains' AUC is measured precisely, and it is read once per arm.
 # - **The same tuning budget.** Every arm, and each separate per-domain model, tries the
 #   same three Adam learning rates.
