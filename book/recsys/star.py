@@ -526,7 +526,9 @@ glue(
 )
 glue(
     "boundary_at_previous",
-    float(np.mean(reference.boundary.deltas[points.index(MULTI_DOMAIN.domain_strength)])),
+    float(
+        np.mean(reference.boundary.deltas[points.index(MULTI_DOMAIN.domain_strength)])
+    ),
     display=False,
 )
 reference.boundary.table()

@@ -99,8 +99,9 @@ REASONS = {
     "tail_beats_separate": (
         "underpowered: the smallest domain's test AUC rests on a few hundred test impressions, and its "
         "seed-to-seed noise is several times what sharing adds; what decides whether sharing pays a tail domain "
-        "is its row count, which a sweep of the smallest domain's share of rows, with its test rows enlarged, "
-        "would measure (not run here)"
+        "is its row count, which the boundary sweeps (the smallest domain's share of rows, three times the test "
+        "rows), but even there the per-seed spread is of the order of the gains: a claim over that share would "
+        "need its own calibration with many more test rows and seeds"
     ),
     "pd_norm_beats_global": (
         "STAR leads the globally normalized STAR-BN, but partitioned normalization with its per-domain "
