@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
-from toyscale.core.claims import EFFECT
+from toyscale.core.claims import EFFECT, MECHANISM_OFF
 from toyscale.recsys import star
 from toyscale.recsys.star import results as committed
 from toyscale.recsys.world import MULTI_DOMAIN, make_domain_log
@@ -155,9 +155,13 @@ def test_auxiliary_network_gives_one_logit_per_domain():
 # ------------------------------------------------------------------------------ STAR and folding
 
 
-@pytest.mark.parametrize("norm, aux", [("pn", True), ("pn", False), ("bn", True)])
-def test_folded_model_gives_the_same_logits(norm, aux):
-    model = star.STAR(6, 3, hidden=(8, 4), norm=norm, aux=aux)
+@pytest.mark.parametrize(
+    "norm, aux, standardize",
+    [("pn", True, False), ("pn", False, False), ("bn", True, False), ("bn", True, True), ("pn_shared", True, False)],
+)
+def test_folded_model_gives_the_same_logits(norm, aux, standardize):
+    fixed = star.Standardize(torch.randn(3, 6), torch.rand(3, 6) + 0.5) if standardize else None
+    model = star.STAR(6, 3, hidden=(8, 4), norm=norm, aux=aux, standardize=fixed)
     model.train()
     for d in range(3):  # a few training-mode passes fill the moving statistics
         model(torch.randn(32, 6) * (d + 1) + d, torch.full((32,), d))
@@ -168,6 +172,28 @@ def test_folded_model_gives_the_same_logits(norm, aux):
     # the folded model is plain layers: per domain, the shared network's shapes and nothing else
     shapes = [tuple(p.shape) for p in folded.networks[0].parameters()]
     assert shapes == [(8, 6), (8,), (4, 8), (4,), (1, 4), (1,)]
+
+
+def test_shared_statistics_pn_normalizes_the_whole_batch_then_scales_per_domain():
+    norm = star.SharedStatisticsPN(2, 2)
+    with torch.no_grad():
+        norm.domain_gamma[1].fill_(2.0)
+        norm.domain_beta[1].fill_(1.0)
+    z, domain = torch.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]), torch.tensor([0, 1, 0, 1])
+    z_hat = torch.nn.functional.batch_norm(z, None, None, training=True)
+    expected = torch.where(domain[:, None] == 1, 2.0 * z_hat + 1.0, z_hat)
+    torch.testing.assert_close(norm(z, domain), expected)
+
+
+def test_star_bn_pd_sees_each_domain_standardized_by_its_training_statistics():
+    log = make_domain_log(replace(MULTI_DOMAIN, n_contexts=300), seed=0)[0]
+    model = star.build_model("star_bn_pd", log, star.Config(hidden=(8,)))
+    assert model.standardize is not None and model.standardize.mean.shape[0] == log.n_domains
+    X = torch.as_tensor(log.X, dtype=torch.float32)
+    for d in range(log.n_domains):
+        rows = torch.as_tensor(log.domain == d)
+        torch.testing.assert_close(model.standardize.mean[d], X[rows].mean(0))
+    assert star.build_model("star_bn", log, star.Config(hidden=(8,))).standardize is None
 
 
 def test_fold_star_rejects_a_model_in_training_mode_or_not_star():
@@ -333,14 +359,25 @@ def test_the_committed_results_hold_the_claims():
     assert reference.boundary.points[0] == 0.0 and reference.boundary.deltas.shape == (len(committed.RHO_POINTS), 5)
 
 
-def test_every_expected_effect_has_both_falsifiers():
+def test_every_expected_effect_can_fail_and_each_alternative_is_put_in_stars_place():
     for claim in star.CLAIMS:
-        if claim.kind == EFFECT and claim.expected:
-            kinds = {f.kind for f in star.FALSIFIERS if claim.id in f.claims}
-            assert len(kinds) == 2, f"{claim.id} lacks a falsifier: has {kinds}"
+        if claim.kind != EFFECT or not claim.expected:
+            continue
+        named = [f for f in star.FALSIFIERS if claim.id in f.claims]
+        assert MECHANISM_OFF in {f.kind for f in named}, f"{claim.id} has no mechanism-off falsifier"
+        if len(claim.alternatives.arms) > 1:
+            assert {f.in_place for f in named} >= set(claim.alternatives.names), claim.id
 
 
 EXPECTED_EFFECTS = {claim.id for claim in star.CLAIMS if claim.kind == EFFECT and claim.expected}
+
+
+def test_every_expected_effect_passes_on_the_fast_config_the_falsifiers_use():
+    arms = sorted({arm for claim in star.CLAIMS if claim.id in EXPECTED_EFFECTS for arm in claim.arms})
+    config = replace(star.Config.fast(), arms=tuple(arms), control=False)
+    results = [star.run(config, seed=s) for s in BOOK_SEEDS]
+    outcomes = check_results([c for c in star.CLAIMS if c.id in EXPECTED_EFFECTS], results, BOOK_SEEDS, "star")
+    assert all(o.verdict.passed for o in outcomes), [o.verdict.detail for o in outcomes]
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-NORMS = ("pn", "bn")
+NORMS = ("pn", "bn", "pn_shared")
 
 
 def _check_domain(domain: Tensor, n_domains: int) -> None:
@@ -147,6 +147,33 @@ class PartitionedNorm(nn.Module):
         return scale, self.beta + self.domain_beta[d] - scale * self.running_mean[d]
 
 
+class SharedStatisticsPN(nn.Module):
+    """Partitioned normalization without its per-domain statistics: z' = (γ ⊙ γ_p) ⊙ (z − μ)/√(σ² + ε) + (β + β_p)
+    with μ, σ² the statistics of the whole batch in training and one moving average at test time (batch
+    norm's), and the per-domain scale and offset γ_p, β_p of PN kept (a falsifier's change).
+    """
+
+    def __init__(self, n_features: int, n_domains: int, *, eps: float = 1e-5, momentum: float = 0.1) -> None:
+        super().__init__()
+        self.n_domains = n_domains
+        self.norm = nn.BatchNorm1d(n_features, eps=eps, momentum=momentum)
+        self.domain_gamma = nn.Parameter(torch.ones(n_domains, n_features))
+        self.domain_beta = nn.Parameter(torch.zeros(n_domains, n_features))
+
+    def forward(self, z: Tensor, domain: Tensor) -> Tensor:
+        _check_domain(domain, self.n_domains)
+        bn = self.norm
+        # batch norm without its affine part, then (γ ⊙ γ_p) and (β + β_p) per row's domain
+        z_hat = F.batch_norm(z, bn.running_mean, bn.running_var, None, None, self.training, bn.momentum, bn.eps)
+        return (bn.weight * self.domain_gamma[domain]) * z_hat + (bn.bias + self.domain_beta[domain])
+
+    def affine(self, d: int) -> tuple[Tensor, Tensor]:
+        """The test-time map of domain d as z' = a ⊙ z + c."""
+        bn = self.norm
+        scale = bn.weight * self.domain_gamma[d] / torch.sqrt(bn.running_var + bn.eps)
+        return scale, bn.bias + self.domain_beta[d] - scale * bn.running_mean
+
+
 class DomainBatchNorm(nn.Module):
     """Ordinary batch normalization behind the same interface: one set of statistics for all domains.
 
@@ -262,17 +289,24 @@ class STAR(nn.Module):
         aux: bool = True,
         aux_embedding_dim: int = 4,
         aux_hidden: int = 8,
+        standardize: Standardize | None = None,
     ) -> None:
         super().__init__()
         if norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         self.n_domains, self.norm_kind = n_domains, norm
-        self.norm = (PartitionedNorm if norm == "pn" else DomainBatchNorm)(n_features, n_domains)
+        # an optional fixed input standardization before the normalization layer (STAR-BN behind per-domain
+        # standardization, as every per-domain baseline gets it)
+        self.standardize = standardize
+        layer = {"pn": PartitionedNorm, "bn": DomainBatchNorm, "pn_shared": SharedStatisticsPN}[norm]
+        self.norm = layer(n_features, n_domains)
         self.fcn = StarTopologyFCN([n_features, *hidden, 1], n_domains)
         self.aux = AuxiliaryNetwork(n_domains, embedding_dim=aux_embedding_dim, hidden=aux_hidden) if aux else None
 
     def forward(self, X: Tensor, domain: Tensor) -> Tensor:
         """The logit s_main + s_aux per row, shape (N,)."""
+        if self.standardize is not None:
+            X = self.standardize(X, domain)
         s_main = self.fcn(self.norm(X, domain), domain)
         if self.aux is None:
             return s_main
@@ -313,6 +347,11 @@ def fold_star(model: STAR) -> FoldedStar:
     for d in range(model.n_domains):
         layers = [(w.clone(), b.clone()) for w, b in model.fcn.domain_layers(d)]
         scale, offset = model.norm.affine(d)
+        if model.standardize is not None:
+            # a ⊙ (x − m_d)/s_d + c = (a/s_d) ⊙ x + (c − a ⊙ m_d/s_d)
+            sd = model.standardize
+            m_d, s_d = sd.mean[d if sd.mean.shape[0] > 1 else 0], sd.std[d if sd.std.shape[0] > 1 else 0]
+            scale, offset = scale / s_d, offset - scale * m_d / s_d
         first_w, first_b = layers[0]
         # W₁ (a ⊙ x + c) + b₁ = (W₁ diag(a)) x + (W₁ c + b₁)
         layers[0] = (first_w * scale[None, :], first_w @ offset + first_b)

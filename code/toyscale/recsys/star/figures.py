@@ -21,6 +21,8 @@ ARM_LABELS = {
     "shared_bottom_pd": "shared-bottom (per-domain norm.)",
     "separate": "separate per-domain models",
     "star_bn": "STAR with batch norm (mixed batches)",
+    "star_bn_pd": "STAR with batch norm behind per-domain standardization",
+    "star_pn_shared": "STAR with PN's statistics shared by all domains",
     "shared": "shared model (global norm.)",
     "mmoe": "MMoE (global norm.)",
     "star_bn_single": "STAR with batch norm (single-domain batches)",

@@ -18,10 +18,14 @@ import numpy as np
 from toyscale.core import BOOK_SEEDS
 from toyscale.core.boundary import Boundary
 
-from .experiment import ARMS, Config, Result, heterogeneity_boundary, run
+from .experiment import ARMS, Config, Result, heterogeneity_boundary, run, tail_boundary
 
-#: The domain heterogeneity ρ of the boundary sweep, from none to four times the default world's 0.6.
-RHO_POINTS = (0.0, 0.3, 0.6, 1.2, 2.4)
+#: The domain heterogeneity ρ of the boundary sweep: none (the control), the chapter's previous world (0.6), the
+#: paper's regime (`experiment.PAPER_RHO`, 1) and twice it.
+RHO_POINTS = (0.0, 0.3, 0.6, 1.0, 2.0)
+#: The smallest domain's share of the page views in the tail sweep: from a hundredth to equal shares (the default
+#: world's long tail gives it about a twentieth), each with three times the test page views.
+TAIL_SHARES = (0.01, 0.025, 0.05, 0.1, 1 / 6)
 #: Arms the committed runs add to the default ones: an illustration, never a claim's baseline.
 ILLUSTRATIONS = ("star_bn_single",)
 
@@ -32,6 +36,7 @@ class Reference:
 
     results: list[Result]
     boundary: Boundary  # the star topology's gain over the shared model across ρ
+    tail: Boundary  # the smallest domain's gain from sharing (STAR − its separate model) across its share of rows
 
 
 def reference_config() -> Config:
@@ -56,6 +61,7 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
         for j, arm in enumerate(ARMS):
             paths[i, j, : len(result.paths[arm])] = result.paths[arm]
     boundary = heterogeneity_boundary(Config(), RHO_POINTS, seeds)
+    tail = tail_boundary(Config(), TAIL_SHARES, seeds)
     arrays = {
         "seeds": np.asarray(seeds, dtype=np.int64),
         "arms": np.array(arms),
@@ -70,6 +76,7 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
     }
     arrays.update({f"weights_{layer}": w for layer, w in enumerate(results[0].domain_weights)})
     arrays.update({f"boundary_{key}": value for key, value in boundary.as_arrays().items()})
+    arrays.update({f"tail_{key}": value for key, value in tail.as_arrays().items()})
     return arrays
 
 
@@ -99,12 +106,20 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
                 domain_weights=[arrays[f"weights_{layer}"] for layer in layers] if i == 0 else [],
                 fold_max_diff=float(arrays["fold_max_diff"][i]),
                 serving_flops=dict(zip(("star_folded", "shared"), arrays["serving_flops"][i].tolist(), strict=True)),
+                budgets={
+                    arm: (int(row["steps"]), int(row["limit"]))
+                    for arm, row in metrics.items()
+                    if "steps" in row and "limit" in row
+                },
             )
         )
     boundary = Boundary.from_arrays(
         {key.removeprefix("boundary_"): value for key, value in arrays.items() if key.startswith("boundary_")}
     )
-    return Reference(results, boundary)
+    tail = Boundary.from_arrays(
+        {key.removeprefix("tail_"): value for key, value in arrays.items() if key.startswith("tail_")}
+    )
+    return Reference(results, boundary, tail)
 
 
 def reference() -> Reference:
