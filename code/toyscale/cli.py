@@ -272,12 +272,13 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository: code/toyscale/cli.
 
 
 def _records(module: Any) -> dict[str, dict[str, Any]]:
-    """A chapter's committed calibration records by config ('default', 'fast'): those that exist."""
+    """A chapter's committed calibration records by name: 'default', 'fast', and those made under a perturbed
+    numerical environment ('default.aten-default': the config, then the environment of `PERTURBED_NUMERICS`)."""
     folder = Path(module.__file__).parent / "calibration"
     return {
-        config: json.loads((folder / f"{config}.json").read_text())
-        for config in ("default", "fast")
-        if (folder / f"{config}.json").is_file()
+        path.stem: json.loads(path.read_text())
+        for path in sorted(folder.glob("*.json"))
+        if path.stem.split(".")[0] in ("default", "fast")
     }
 
 

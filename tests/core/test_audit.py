@@ -4,7 +4,8 @@ The toy chapter (synthetic results, no training) has one effect against two alte
 validation, in a declared regime, with a mechanism-off falsifier and each alternative in the method's
 place; one control validating it with a band of half its margin; interior budgets; a notebook whose
 prose glues its numbers. Its calibration record is made by `core.calibration.calibrate`, as a
-chapter's is. Each defect below breaks one rule of it.
+chapter's is, with a twin standing for the record made under perturbed numerics. Each defect below
+breaks one rule of it.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ def _record(claims: list[Claim], falsifiers: list[Falsifier]) -> dict[str, Any]:
 
 
 CLEAN_RECORD = _record(_claims(), FALSIFIERS)
+TWIN = "default.aten-default"  # the default config's record under perturbed numerics (`PERTURBED_NUMERICS`)
 
 
 def _files(tmp_path: Path, name: str = "toy", notebook: str = NOTEBOOK, **changes: Any) -> ChapterFiles:
@@ -117,7 +119,7 @@ def _files(tmp_path: Path, name: str = "toy", notebook: str = NOTEBOOK, **change
         name=name,
         claims=_claims(),
         falsifiers=FALSIFIERS,
-        records={"default": copy.deepcopy(CLEAN_RECORD)},
+        records={"default": copy.deepcopy(CLEAN_RECORD), TWIN: copy.deepcopy(CLEAN_RECORD)},
         notebook=path,
         results=[run(Config(), seed=s) for s in range(5)],
     )
@@ -151,6 +153,22 @@ def _bad_kind(files: ChapterFiles) -> ChapterFiles:
 
 def _expected_off_record(files: ChapterFiles) -> ChapterFiles:
     return _with_claim(files, 0, replace(files.claims[0], expected=False, reason="the alternatives tie"))
+
+
+def _not_expected_but_supported(files: ChapterFiles) -> ChapterFiles:
+    for record in files.records.values():
+        next(c for c in record["claims"] if c["id"] == "beats")["expected"] = False
+    return _expected_off_record(files)
+
+
+def _twin_does_not_support(files: ChapterFiles) -> ChapterFiles:
+    next(c for c in files.records[TWIN]["claims"] if c["id"] == "beats")["pass_rate"] = 0.8
+    return files
+
+
+def _no_twin(files: ChapterFiles) -> ChapterFiles:
+    del files.records[TWIN]
+    return files
 
 
 def _margin_off_record(files: ChapterFiles) -> ChapterFiles:
@@ -227,7 +245,14 @@ DEFECTS: dict[str, tuple[Callable[[ChapterFiles], ChapterFiles], str, str]] = {
     "a claim of no known kind": (_bad_kind, "kinds", "has kind 'result'"),
     "expected against the record": (_expected_off_record, "record", "expected=False in code, True in the default"),
     "a margin the record was not made with": (_margin_off_record, "record", "checks margins [0.06] in code"),
+    "not expected, though its record supports it": (_not_expected_but_supported, "record", "default record supports"),
+    "expected, and not supported on other numerics": (
+        _twin_does_not_support,
+        "record",
+        f"its {TWIN} record passes 80%",
+    ),
     "eight calibration seeds": (_few_seeds, "seeds", "8 calibration seeds, fewer than 12"),
+    "no record under perturbed numerics": (_no_twin, "environments", "no twin made under a perturbed numerical"),
     "a fixed baseline": (_fixed_baseline, "alternatives", "compares with a fixed baseline"),
     "an alternative never in the method's place": (_alternative_never_in_place, "falsifiers", "'alt_b' of 'beats'"),
     "a falsifier with Δ ≡ 0": (_zero_falsifier, "falsifiers", "exactly zero on every calibration seed"),
@@ -245,9 +270,14 @@ DEFECTS: dict[str, tuple[Callable[[ChapterFiles], ChapterFiles], str, str]] = {
 def test_audit_catches_each_broken_rule_with_its_message(tmp_path: Path, defect: str) -> None:
     breaks, rule, message = DEFECTS[defect]
     findings = audit(breaks(_files(tmp_path)))
-    assert [f.rule for f in findings] == [rule], [f.line() for f in findings]
-    assert message in findings[0].message and findings[0].fix
-    assert not findings[0].warning and violations(findings) == findings
+    assert {f.rule for f in findings} == {rule}, [f.line() for f in findings]  # a record defect: once per record
+    assert any(message in f.message for f in findings) and all(f.fix for f in findings)
+    assert violations(findings) == findings
+
+
+def test_the_fix_for_a_perturbed_record_names_its_numerics(tmp_path: Path) -> None:
+    (finding,) = audit(_no_twin(_files(tmp_path)))
+    assert finding.fix.startswith("add it: ATEN_CPU_CAPABILITY=default python -m toyscale calibrate toy")
 
 
 def test_a_pending_chapter_only_warns(tmp_path: Path) -> None:
@@ -269,13 +299,16 @@ def test_a_record_without_budgets_warns_and_does_not_fail(tmp_path: Path) -> Non
 def test_a_record_whose_code_changed_or_that_has_no_fingerprint_is_a_finding(tmp_path: Path) -> None:
     files = _files(tmp_path)
     current = {"toyscale.x": "1", "config": "2"}
-    files.records["default"]["fingerprint"] = dict(current)
+    for record in files.records.values():
+        record["fingerprint"] = dict(current)
     assert not audit(replace(files, fingerprints={"default": current}))
     changed = {**current, "toyscale.x": "3"}
-    (finding,) = audit(replace(files, fingerprints={"default": changed}))
-    assert finding.rule == "fingerprint" and "toyscale.x changed" in finding.message and "calibrate" in finding.fix
+    findings = audit(replace(files, fingerprints={"default": changed}))  # the twin is of the default config too
+    assert [f.message.split(":")[0] for f in findings] == ["the default record", f"the {TWIN} record"]
+    assert all(f.rule == "fingerprint" and "toyscale.x changed" in f.message for f in findings)
+    assert "calibrate" in findings[0].fix and findings[1].fix.startswith("recalibrate: ATEN_CPU_CAPABILITY=default")
     del files.records["default"]["fingerprint"]
-    (finding,) = audit(replace(files, fingerprints={"default": current}))
+    (finding, _) = audit(replace(files, fingerprints={"default": changed}))
     assert "records no compute-path fingerprint" in finding.message
 
 

@@ -6,8 +6,9 @@ its notebook's py:percent twin, its committed results when it has them) and retu
 | rule | what it catches |
 |---|---|
 | kinds | a claim whose kind is not one of the four |
-| record | no calibration record; a record whose claims, expected or margins disagree with the code |
+| record | no calibration record; claims, expected or margins that disagree with the code or the records |
 | seeds | a record on fewer than twelve calibration seeds |
+| environments | a default record with no twin made under a perturbed numerical environment (`PERTURBED_NUMERICS`) |
 | alternatives | an effect with no declared alternatives (no strongest baseline picked on validation) |
 | falsifiers | a missing falsifier; an alternative never in the method's place; a falsifier with Δ ≡ 0 |
 | budgets | a claim reading an arm that peaks in its budget's last tenth; no budgets (a warning; NO_BUDGETS: why none) |
@@ -45,6 +46,7 @@ from .claims import (
     check_results,
     claim_arms,
 )
+from .environment import PERTURBED_NUMERICS
 from .pending import pending
 from .protocol import MAX_BAND_FRACTION, MIN_CALIBRATION_SEEDS, NEAR_DETERMINISTIC, undertrained_arms
 
@@ -53,6 +55,7 @@ RULES = (
     "kinds",
     "record",
     "seeds",
+    "environments",
     "alternatives",
     "falsifiers",
     "budgets",
@@ -84,7 +87,8 @@ class Finding:
 class ChapterFiles:
     """What `audit` reads of one chapter.
 
-    records: the calibration records by config ('default', 'fast'), empty when none is committed;
+    records: the calibration records by name, empty when none is committed: a config ('default', 'fast'),
+    or a config and the perturbed numerical environment it was made under ('default.aten-default');
     notebook: the notebook's py:percent twin (None when it has none); results: the committed results
     of the book seeds (None when the chapter commits none or they cannot be read, and results_problem
     then says why); fingerprints: the chapter's compute-path
@@ -124,6 +128,7 @@ def audit(files: ChapterFiles) -> list[Finding]:
         _kinds,
         _record,
         _seeds,
+        _environments,
         _alternatives,
         _falsifiers,
         _budgets,
@@ -164,10 +169,17 @@ def _first_part(record: Mapping[str, Any], claim_id: str) -> Mapping[str, Any] |
     return claim["parts"][0] if claim and claim.get("parts") else None
 
 
+def _config(record_name: str) -> str:
+    """The config a record was made at: 'default.aten-default' → 'default'."""
+    return record_name.split(".")[0]
+
+
 def _calibrate(files: ChapterFiles, config: str = "default") -> str:
-    flag = " --fast" if config == "fast" else ""
+    flag = " --fast" if _config(config) == "fast" else ""
     seeds = f"--seeds {MIN_CALIBRATION_SEEDS}{flag}"
-    return f"python -m toyscale calibrate {files.name} {seeds} --json <its calibration/{config}.json>"
+    numerics = PERTURBED_NUMERICS.get(config.partition(".")[2], {})
+    shell = "".join(f"{name}={value} " for name, value in numerics.items())
+    return f"{shell}python -m toyscale calibrate {files.name} {seeds} --json <its calibration/{config}.json>"
 
 
 def _kinds(files: ChapterFiles) -> _Raw:
@@ -185,7 +197,6 @@ def _record(files: ChapterFiles) -> _Raw:
     if _default(files) is None:
         message = "no calibration record (calibration/default.json): its margins come from nowhere"
         return [("record", message, f"write it: {_calibrate(files)}", False)]
-    falsifiers_of: dict[str, list[float]] = {}
     for config, record in files.records.items():
         listed = _record_claims(record)
         fix = f"recalibrate: {_calibrate(files, config)}"
@@ -202,27 +213,40 @@ def _record(files: ChapterFiles) -> _Raw:
                 found.append(
                     ("record", message, f"read expected from the record (core.builders.RecordClaims); {fix}", False)
                 )
-        if config == "default":
-            for falsifier in record.get("falsifiers", ()):
-                for claim_id, rate in falsifier["fail_rates"].items():
-                    falsifiers_of.setdefault(claim_id, []).append(rate)
-    record = _default(files)
-    for claim in _measured(files, EFFECT):
-        row = _record_claims(record).get(claim.id)
-        if row is None or not claim.expected:
-            continue
-        rate = row["pass_rate"]
-        weak = [r for r in falsifiers_of.get(claim.id, []) if r < TARGET_RATE]
-        if rate is None or (isinstance(rate, float) and math.isnan(rate)) or rate < TARGET_RATE or weak:
-            message = (
-                f"effect {claim.id!r} is expected, but its record passes {rate:.0%} of windows and its falsifiers "
-                f"fail {', '.join(f'{r:.0%}' for r in falsifiers_of.get(claim.id, [])) or 'no'} windows "
-                f"(both must reach {TARGET_RATE:.0%})"
-            )
-            found.append(
-                ("record", message, "set the margin from the record, or declare expected=False with a reason", False)
-            )
+    found += _support(files)
     found += _margins_against_record(files)
+    return found
+
+
+def _supported(record: Mapping[str, Any], claim_id: str) -> tuple[bool, str]:
+    """Whether a record supports an effect (its windows pass, and each falsifier's fail, at the target rate)."""
+    rate = _record_claims(record)[claim_id]["pass_rate"]
+    fails = [f["fail_rates"][claim_id] for f in record.get("falsifiers", ()) if claim_id in f["fail_rates"]]
+    missing = rate is None or (isinstance(rate, float) and math.isnan(rate))
+    supported = not missing and rate >= TARGET_RATE and all(r >= TARGET_RATE for r in fails)
+    said = (
+        f"passes {'no' if missing else f'{rate:.0%} of'} windows and its falsifiers fail "
+        f"{', '.join(f'{r:.0%}' for r in fails) or 'no'} windows (both must reach {TARGET_RATE:.0%})"
+    )
+    return supported, said
+
+
+def _support(files: ChapterFiles) -> _Raw:
+    """`expected` follows from the records of the default config: every one of them supports an expected
+    effect (native and perturbed numerics alike), and the native record does not support one that is not."""
+    found: _Raw = []
+    for claim in _measured(files, EFFECT):
+        for config, record in files.records.items():
+            if _config(config) != "default" or claim.id not in _record_claims(record):
+                continue
+            supported, said = _supported(record, claim.id)
+            if claim.expected and not supported:
+                message = f"effect {claim.id!r} is expected, but its {config} record {said}"
+                fix = "set the margin from the record, or declare expected=False with a reason"
+                found.append(("record", message, fix, False))
+            elif not claim.expected and supported and config == "default":
+                message = f"effect {claim.id!r} is not expected, but its default record supports it: it {said}"
+                found.append(("record", message, "declare it expected: `expected` follows from the record", False))
     return found
 
 
@@ -258,6 +282,17 @@ def _seeds(files: ChapterFiles) -> _Raw:
             message = f"the {config} record has {n} calibration seeds, fewer than {MIN_CALIBRATION_SEEDS}"
             found.append(("seeds", message, f"recalibrate: {_calibrate(files, config)}", False))
     return found
+
+
+def _environments(files: ChapterFiles) -> _Raw:
+    if _default(files) is None or any(_config(c) == "default" and "." in c for c in files.records):
+        return []
+    message = (
+        "the default record has no twin made under a perturbed numerical environment: the margins are "
+        "checked on one CPU's kernels only"
+    )
+    env = next(iter(PERTURBED_NUMERICS))
+    return [("environments", message, f"add it: {_calibrate(files, f'default.{env}')}", False)]
 
 
 def _alternatives(files: ChapterFiles) -> _Raw:
@@ -464,7 +499,7 @@ def _fingerprint(files: ChapterFiles) -> _Raw:
     found: _Raw = [
         ("fingerprint", f"the {config} record: {problem}", f"recalibrate: {_calibrate(files, config)}", False)
         for config, record in files.records.items()
-        for problem in record_fingerprint_problems(record, files.fingerprints.get(config))
+        for problem in record_fingerprint_problems(record, files.fingerprints.get(_config(config)))
     ]
     if files.results_problem:
         message = f"the committed results cannot be read: {files.results_problem}"
