@@ -166,6 +166,12 @@ def _twin_does_not_support(files: ChapterFiles) -> ChapterFiles:
     return files
 
 
+def _falsifier_not_rerun(files: ChapterFiles) -> ChapterFiles:
+    falsifiers = files.records[TWIN]["falsifiers"]
+    falsifiers[:] = [f for f in falsifiers if f["name"] != "alt_b_as_method"]  # as `calibrate --no-falsifiers` would
+    return files
+
+
 def _no_twin(files: ChapterFiles) -> ChapterFiles:
     del files.records[TWIN]
     return files
@@ -251,6 +257,7 @@ DEFECTS: dict[str, tuple[Callable[[ChapterFiles], ChapterFiles], str, str]] = {
         "record",
         f"its {TWIN} record passes 80%",
     ),
+    "a falsifier the record did not rerun": (_falsifier_not_rerun, "record", "did not rerun the falsifiers ['alt_b"),
     "eight calibration seeds": (_few_seeds, "seeds", "8 calibration seeds, fewer than 12"),
     "no record under perturbed numerics": (_no_twin, "environments", "no twin made under a perturbed numerical"),
     "a fixed baseline": (_fixed_baseline, "alternatives", "compares with a fixed baseline"),

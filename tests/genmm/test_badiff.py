@@ -13,11 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from toyscale.chapters import get
 from toyscale.core import BOOK_SEEDS, check_results, falsify, unmet
-from toyscale.core.audit import record_fingerprint_problems
-from toyscale.core.calibration import TARGET_RATE, load_record
-from toyscale.core.claims import BASELINE_IN_PLACE, EFFECT, MECHANISM_OFF
+from toyscale.core.calibration import load_record
 from toyscale.core.protocol import undertrained_arms
 from toyscale.genmm import badiff, digits
 from toyscale.genmm.badiff import results as committed
@@ -504,28 +501,10 @@ def test_bandwidth_and_compute_boundaries_on_a_tiny_config():
     assert previous.shape == (1, 3) and 1 <= previous[0, 0] <= TINY.steps
 
 
-def test_the_calibration_record_is_current_and_sets_the_expectations():
+def test_the_calibration_record_reruns_every_falsifier_and_finds_every_arm_inside_its_budget():
+    # currency, expected against the record and the falsifiers' fail rates are the audit's (tests/test_cli.py)
     record = load_record(badiff)
-    assert not record_fingerprint_problems(record, get("badiff").fingerprint(badiff.Config()))
     assert record["seeds"] == list(range(1000, 1012)) and not record["fast"]
-    claims = {claim.id: claim for claim in badiff.CLAIMS}
-    assert [entry["id"] for entry in record["claims"]] == list(claims)
-    for entry in record["claims"]:
-        claim = claims[entry["id"]]
-        assert (entry["kind"], entry["expected"]) == (claim.kind, claim.expected), claim.id
-        # an expected claim passes at least 95 % of five-seed windows (a not-expected one is not counted, whatever
-        # share of windows it clears: the hinge against the post-process clears most of them but not enough)
-        assert entry["pass_rate"] >= TARGET_RATE or not claim.expected, claim.id
     assert {f["name"] for f in record["falsifiers"]} == {f.name for f in badiff.FALSIFIERS}
-    for claim in badiff.CLAIMS:
-        if claim.kind == EFFECT and claim.expected:
-            named = [f for f in record["falsifiers"] if claim.id in f["fail_rates"]]
-            # an effect with one alternative (it says why there is no other) needs only its mechanism-off falsifier
-            kinds = {MECHANISM_OFF, BASELINE_IN_PLACE} if len(claim.alternatives.arms) > 1 else {MECHANISM_OFF}
-            assert kinds <= {f["kind"] for f in named}, claim.id
-            assert all(f["fail_rates"][claim.id] >= TARGET_RATE for f in named), claim.id
-    for falsifier in record["falsifiers"]:  # none compares an arm with itself under another name
-        for parts in falsifier["parts"].values():
-            assert parts[0]["sd"] > 0, falsifier["name"]
-    # every arm peaks inside its budget on most calibration seeds
+    # every arm peaks inside its budget on most calibration seeds, not only the arms a claim reads
     assert record["budgets"] and not undertrained_arms(record["budgets"])

@@ -527,10 +527,6 @@ def test_the_records_expect_only_what_every_falsifier_fails():
             if "c4d_localizes" in x["fail_rates"]
         }
         assert fails["last_arrival_in_place"] >= record["target_rate"] > fails["mesh_in_place"], path.name
-        for falsifier in record["falsifiers"]:
-            for claim_id, rate in falsifier["fail_rates"].items():
-                if claim_id in expected:
-                    assert rate >= record["target_rate"], (path.name, falsifier["name"], claim_id, rate)
 
 
 def test_run_is_complete_and_reproducible_where_it_can_be(fast_results):

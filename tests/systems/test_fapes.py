@@ -255,16 +255,13 @@ def test_every_expected_effect_fails_under_its_falsifiers(falsifier):
     assert not survivors(expected), survivors(expected)
 
 
-def test_the_records_expect_only_what_every_falsifier_fails():
-    # the 24 calibration seeds of the default config, in both numerical environments
+def test_the_records_expect_one_effect():
+    # the 24 calibration seeds of the default config, in both numerical environments; that each record supports
+    # what it expects (the falsifiers fail it) is the audit's (tests/test_cli.py)
     for path in sorted((Path(f.__file__).parent / "calibration").glob("default*.json")):
         record = json.loads(path.read_text())
         expected = {c["id"] for c in record["claims"] if c["expected"] and c["kind"] == EFFECT}
         assert expected == {"reclaim_at_slo_target"}, path.name
-        for falsifier in record["falsifiers"]:
-            for claim_id, rate in falsifier["fail_rates"].items():
-                if claim_id in expected:
-                    assert rate >= record["target_rate"], (path.name, falsifier["name"], claim_id, rate)
 
 
 def test_the_committed_results_hold_the_claims():

@@ -218,16 +218,21 @@ def _record(files: ChapterFiles) -> _Raw:
     return found
 
 
-def _supported(record: Mapping[str, Any], claim_id: str) -> tuple[bool, str]:
-    """Whether a record supports an effect (its windows pass, and each falsifier's fail, at the target rate)."""
+def _supported(record: Mapping[str, Any], claim_id: str, falsifiers: Sequence[str]) -> tuple[bool, str]:
+    """Whether a record supports an effect: its windows pass, and the windows of each of the effect's
+    `falsifiers` (by name) fail, at the target rate; a falsifier the record did not rerun supports nothing."""
     rate = _record_claims(record)[claim_id]["pass_rate"]
-    fails = [f["fail_rates"][claim_id] for f in record.get("falsifiers", ()) if claim_id in f["fail_rates"]]
+    rerun = {f["name"]: f["fail_rates"][claim_id] for f in record.get("falsifiers", ()) if claim_id in f["fail_rates"]}
     missing = rate is None or (isinstance(rate, float) and math.isnan(rate))
-    supported = not missing and rate >= TARGET_RATE and all(r >= TARGET_RATE for r in fails)
+    absent = [name for name in falsifiers if name not in rerun]
+    fails = list(rerun.values())
+    supported = not missing and not absent and rate >= TARGET_RATE and all(r >= TARGET_RATE for r in fails)
     said = (
         f"passes {'no' if missing else f'{rate:.0%} of'} windows and its falsifiers fail "
         f"{', '.join(f'{r:.0%}' for r in fails) or 'no'} windows (both must reach {TARGET_RATE:.0%})"
     )
+    if absent:
+        said += f"; it did not rerun the falsifiers {absent}"
     return supported, said
 
 
@@ -236,13 +241,17 @@ def _support(files: ChapterFiles) -> _Raw:
     effect (native and perturbed numerics alike), and the native record does not support one that is not."""
     found: _Raw = []
     for claim in _measured(files, EFFECT):
+        named = [f.name for f in files.falsifiers if claim.id in f.claims]
         for config, record in files.records.items():
             if _config(config) != "default" or claim.id not in _record_claims(record):
                 continue
-            supported, said = _supported(record, claim.id)
+            supported, said = _supported(record, claim.id, named)
             if claim.expected and not supported:
                 message = f"effect {claim.id!r} is expected, but its {config} record {said}"
-                fix = "set the margin from the record, or declare expected=False with a reason"
+                fix = (
+                    "set the margin from the record and recalibrate with the falsifiers, "
+                    "or declare expected=False with a reason"
+                )
                 found.append(("record", message, fix, False))
             elif not claim.expected and supported and config == "default":
                 message = f"effect {claim.id!r} is not expected, but its default record supports it: it {said}"
