@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from toyscale.core import BOOK_SEEDS, check_results, falsify, survivors, unmet
-from toyscale.core.claims import EFFECT
 from toyscale.llm import glvq
 from toyscale.llm.corpus import build_corpus
 from toyscale.llm.glvq import model as model_module
@@ -319,9 +318,10 @@ def test_figures_build(fast_results):
 
 def test_the_expected_claims_pass_on_the_quick_configuration(fast_results):
     # the configuration the falsifier tests rerun: the method passes there first
-    expected = [c for c in glvq.CLAIMS if c.expected]
-    outcomes = check_results(expected, fast_results, TEST_SEEDS, "glvq")
-    assert not unmet(outcomes), unmet(outcomes)
+    # every claim is checked (the 4-bit control validates an effect that is not expected); the expected ones must pass
+    outcomes = check_results(glvq.CLAIMS, fast_results, TEST_SEEDS, "glvq")
+    failing = [o.claim.id for o in outcomes if o.claim.expected and not o.verdict.passed]
+    assert not failing, failing
 
 
 _EXPECTED = {c.id for c in glvq.CLAIMS if c.expected}
@@ -332,13 +332,6 @@ def test_every_expected_effect_fails_under_its_falsifiers(falsifier):
     outcomes = falsify(falsifier, glvq.CLAIMS, glvq.run, TEST_SEEDS, glvq.Config.fast(), "glvq")
     caught = [o for o in outcomes if o.claim.expected]
     assert not survivors(caught), survivors(caught)
-
-
-def test_every_expected_effect_has_both_falsifiers():
-    for claim in glvq.CLAIMS:
-        if claim.kind == EFFECT and claim.expected:
-            kinds = {f.kind for f in glvq.FALSIFIERS if claim.id in f.claims}
-            assert len(kinds) == 2, f"{claim.id} lacks a falsifier: has {kinds}"
 
 
 def test_the_committed_model_is_the_default_training_in_fp16():
