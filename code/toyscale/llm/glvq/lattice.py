@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -106,6 +106,11 @@ def mu_law_inverse(y: Tensor, mu: Tensor, scale: Tensor) -> Tensor:
 
 # μ⁽⁰⁾ candidates: the paper's range [10, 255], picked per lattice by the output error at G⁽⁰⁾
 MU_GRID = (10.0, 40.0, 255.0)
+#: μ's range in the paper, [10, 255]; with `GLVQSettings.mu_free` (a departure) μ may fall to `MU_FREE_MIN`,
+#: where the compander is the identity to within a part in a thousand, and μ⁽⁰⁾ is picked from `MU_FREE_GRID`.
+MU_RANGE = (10.0, 255.0)
+MU_FREE_MIN = 1e-3
+MU_FREE_GRID = (MU_FREE_MIN, 1.0, *MU_GRID)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,6 +132,12 @@ class GLVQSettings:
     learn: bool = True  # False keeps the scaled Cholesky initialization G⁽⁰⁾
     row_scale: bool = True  # divide each row by its RMS (one fp16 number per row, as RTN stores) before coding
     cubic: bool = False  # G⁽⁰⁾ = α σ I instead of α · chol(Cov): a scalar grid in the lattice's place (a falsifier)
+    global_mu: bool = False  # one μ for every group of the matrix (the paper's "global companding" ablation)
+    mu_free: bool = False  # μ free down to MU_FREE_MIN instead of the paper's [10, 255] (a departure)
+    mu_init: tuple[float, ...] = ()  # μ⁽⁰⁾ candidates (empty: MU_GRID, or MU_FREE_GRID with mu_free)
+    # each group coded with the fitted lattice of the next group of its width in the matrix (a falsifier: lattices
+    # per group, not fitted to their group); kept out of the repr, so every other configuration's repr is unchanged
+    swapped: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("dim", "group_size"):
@@ -148,14 +159,18 @@ class GLVQCode:
     shape: tuple[int, int]  # the matrix's (out, in)
     n_lattices: int  # distinct generators stored: g per group, fewer when shared
     row_scale: Tensor | None = None  # (out,) fp16 RMS of each row, or None
+    n_mu: int | None = None  # distinct μ stored: one per group (None), or 1 with one global μ
+    steps: tuple[int, int] | None = None  # (median over lattices of the alternation at the best error, alternations)
 
     def side_bits(self) -> int:
         """Side information in bits: d² fp16 numbers per stored G; per group μ and s in fp16 (when
         companding) and a 2-bit code of its bit width; one fp16 scale per row (when row-scaled)."""
         g, d = self.G.shape[0], self.G.shape[1]
-        per_group = (2 * FP16_BITS if bool((self.mu > 0).any()) else 0) + WIDTH_CODE_BITS
+        companded = bool((self.mu > 0).any())
+        per_group = (FP16_BITS if companded else 0) + WIDTH_CODE_BITS
+        mus = (g if self.n_mu is None else self.n_mu) if companded else 0
         rows = 0 if self.row_scale is None else FP16_BITS * self.shape[0]
-        return self.n_lattices * d * d * FP16_BITS + g * per_group + rows
+        return self.n_lattices * d * d * FP16_BITS + g * per_group + mus * FP16_BITS + rows
 
     def index_bits(self) -> int:
         """Index bits: every coordinate of group g costs b_g bits."""
@@ -256,6 +271,9 @@ def glvq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, settings: GLVQSettin
         return out.index_add(-1, lattice_of, values)
 
     Wg = W.reshape(g, -1)
+    n_mu = 1 if settings.global_mu else None
+    mu_grid = settings.mu_init or (MU_FREE_GRID if settings.mu_free else MU_GRID)
+    mu_lo, mu_hi = (MU_FREE_MIN, MU_RANGE[1]) if settings.mu_free else MU_RANGE
     energy = output_error(W_full, torch.zeros_like(W), H, rows).clamp_min(1e-30)  # ‖W_g X‖²
     scale = Wg.abs().amax(dim=1).clamp_min(1e-12).half().double()
     zeros = torch.zeros(g, dtype=W.dtype, device=on)
@@ -269,7 +287,7 @@ def glvq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, settings: GLVQSettin
         V = _to_vectors(compand(mu), rows, d)
         # Z = round(G⁻¹ (y − G·½)) = round(G⁻¹ y − ½), clamped to b bits
         Z = babai_round(G, V - G @ torch.full_like(V[:, :, :1], 0.5), bits_t)
-        return GLVQCode(Z, G, mu, scale, bits_t, tuple(W.shape), n_lattices, row_scale)
+        return GLVQCode(Z, G, mu, scale, bits_t, tuple(W.shape), n_lattices, row_scale, n_mu)
 
     def error_of(G: Tensor, mu: Tensor) -> Tensor:
         return output_error(W_full, decode(code_for(G, mu)), H, rows) / energy
@@ -311,12 +329,13 @@ def glvq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, settings: GLVQSettin
 
     # μ⁽⁰⁾ and G⁽⁰⁾: μ on a grid in [10, 255] (one value per lattice), α on a grid, by output error
     if settings.companding:
-        candidates = [initial(torch.full((g,), mu, dtype=W.dtype, device=on)) for mu in MU_GRID]
-        errs = torch.stack([e for _, e in candidates])  # (len(MU_GRID), L)
-        pick = torch.argmin(errs, dim=0)
+        candidates = [initial(torch.full((g,), mu, dtype=W.dtype, device=on)) for mu in mu_grid]
+        errs = torch.stack([e for _, e in candidates])  # (len(mu_grid), L)
+        # with one global μ: the grid value with the lowest total error over the matrix
+        pick = torch.argmin(errs.sum(dim=1)).expand(n_lattices) if settings.global_mu else torch.argmin(errs, dim=0)
         G0 = torch.stack([candidates[int(k)][0][lat] for lat, k in enumerate(pick)])
         best_err0 = errs.gather(0, pick[None])[0]
-        mu0 = torch.tensor(MU_GRID, dtype=W.dtype, device=on)[pick][lattice_of]
+        mu0 = torch.tensor(mu_grid, dtype=W.dtype, device=on)[pick][lattice_of]
     else:
         mu0 = zeros
         G0, best_err0 = initial(mu0)
@@ -326,22 +345,28 @@ def glvq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, settings: GLVQSettin
     # learn G (in units of G⁽⁰⁾'s scale) and log μ by alternating Babai and Adam steps
     unit = G0.norm(dim=(1, 2), keepdim=True) / math.sqrt(d)
     P = nn.Parameter(G0 / unit)
-    log_mu = nn.Parameter(torch.log(mu0.clamp_min(1e-6)))
+    # one log μ per group, or a single one shared by every group (global companding)
+    log_mu = nn.Parameter(torch.log(mu0.clamp_min(1e-6)[:1] if settings.global_mu else mu0.clamp_min(1e-6)))
     optimizer = torch.optim.Adam([P, log_mu] if settings.companding else [P], lr=settings.lr)
     best_G, best_mu, best_err = G0.clone(), mu0.clone(), best_err0.clone()
+    best_at = torch.zeros(n_lattices, dtype=torch.long, device=on)  # the alternation of each lattice's best error
 
     def current() -> tuple[Tensor, Tensor]:
-        mu = log_mu.exp().clamp(10.0, 255.0) if settings.companding else mu0
+        mu = log_mu.exp().clamp(mu_lo, mu_hi).expand(g) if settings.companding else mu0
         return P * unit, mu
 
-    def keep_best(G: Tensor, mu: Tensor, err_g: Tensor) -> None:
+    def keep_best(G: Tensor, mu: Tensor, err_g: Tensor, step: int) -> None:
+        # early stopping on the calibration output error: per lattice (with one global μ, for all at once)
         err = per_lattice(err_g)
         better = err < best_err
+        if settings.global_mu:
+            better = (err.sum() < best_err.sum()).expand(n_lattices).clone()
         best_G[better], best_err[better] = G[better], err[better]
+        best_at[better] = step
         take = better[lattice_of]
         best_mu[take] = mu[take]
 
-    for _ in range(settings.iterations):
+    for step in range(settings.iterations):
         G, mu = current()
         with torch.no_grad():
             # (a) Babai rounding with G and μ fixed
@@ -350,7 +375,7 @@ def glvq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, settings: GLVQSettin
         W_hat = decode(GLVQCode(Z, G[lattice_of], mu, scale, bits_t, tuple(W.shape), n_lattices, row_scale))
         err_g = output_error(W_full, W_hat, H, rows) / energy
         with torch.no_grad():
-            keep_best(G.detach(), mu.detach(), err_g.detach())
+            keep_best(G.detach(), mu.detach(), err_g.detach(), step)
         # L = Σ_g ‖ΔW_g X‖² / ‖W_g X‖² + λ ‖G − G⁽⁰⁾‖² / ‖G⁽⁰⁾‖²
         anchor = ((G - G0) ** 2).sum(dim=(1, 2)) / (G0**2).sum(dim=(1, 2))
         loss = err_g.sum() + settings.lam * (anchor * groups_per_lattice).sum()
@@ -359,9 +384,16 @@ def glvq_quantize(W: Tensor, H: Tensor, bits: int | Tensor, settings: GLVQSettin
         optimizer.step()
     with torch.no_grad():
         G, mu = current()
-        keep_best(G, mu, error_of(G[lattice_of], mu))
+        keep_best(G, mu, error_of(G[lattice_of], mu), settings.iterations)
     # G and μ are stored in fp16: decode (and round Z) with the stored values
-    return code_for(_fp16(best_G.detach())[lattice_of], _fp16(best_mu.detach()))
+    G_stored = _fp16(best_G.detach())[lattice_of]
+    if settings.swapped:
+        for width in torch.unique(bits_t):
+            members = torch.nonzero(bits_t == width).flatten()
+            G_stored[members] = G_stored[members.roll(1)]
+    code = code_for(G_stored, _fp16(best_mu.detach()))
+    code.steps = (int(best_at.double().median()), settings.iterations)
+    return code
 
 
 def _fp16(x: Tensor) -> Tensor:

@@ -279,6 +279,10 @@ class Arm:
     shared: bool = False  # glvq: one lattice per layer and bit width instead of one per group
     companding: bool = True  # glvq: μ-law companding (False: μ → 0, the identity)
     shuffled: bool = False  # the salience order shuffled: the same N ± 1 mix, not by salience (a falsifier)
+    global_mu: bool = False  # glvq: one μ per matrix instead of one per group (the paper's companding ablation)
+    mu_free: bool = False  # glvq: μ free down to ~0 instead of the paper's [10, 255] (a departure)
+    nominal: bool = False  # at the nominal index bits: no top-up for the side information it does not store
+    swapped: bool = False  # glvq: each group coded with another group's fitted lattice (a falsifier)
 
     def __post_init__(self) -> None:
         if self.coder not in ("rtn", "gptq", "glvq"):
@@ -286,7 +290,15 @@ class Arm:
 
     def settings(self, base: GLVQSettings) -> GLVQSettings:
         """The lattice settings of a GLVQ arm."""
-        return replace_settings(base, learn=self.learn, shared=self.shared, companding=self.companding)
+        return replace_settings(
+            base,
+            learn=self.learn,
+            shared=self.shared,
+            companding=self.companding,
+            global_mu=self.global_mu,
+            mu_free=self.mu_free,
+            swapped=self.swapped,
+        )
 
 
 #: The arms of the attribution table: each idea of GLVQ on its own and together, at the same budget.
@@ -300,6 +312,9 @@ ARMS: dict[str, Arm] = {
     "glvq_init": Arm("glvq", learn=False),
     "glvq_shared": Arm("glvq", shared=True),
     "glvq_no_compand": Arm("glvq", companding=False),
+    "glvq_global_mu": Arm("glvq", global_mu=True),
+    "rtn_sb_nominal": Arm("rtn", nominal=True),
+    "glvq_mu_free": Arm("glvq", mu_free=True),
     "glvq": Arm("glvq"),
 }
 #: What may run under GLVQ's name: the method, or a falsifier's change.
@@ -308,6 +323,9 @@ METHODS: dict[str, Arm] = {
     "glvq_uniform": ARMS["glvq_uniform"],
     "glvq_init": ARMS["glvq_init"],
     "glvq_salience_shuffled": Arm("glvq", shuffled=True),
+    "glvq_global_mu": ARMS["glvq_global_mu"],
+    "glvq_no_compand": ARMS["glvq_no_compand"],
+    "glvq_lattices_swapped": Arm("glvq", swapped=True),
 }
 
 
@@ -315,7 +333,7 @@ METHODS: dict[str, Arm] = {
 class BitPlan:
     """What every arm at N nominal bits shares: the budget and the groups' orders.
 
-    budget: the full GLVQ's total bits (N per weight plus its side information); salience and
+    budget: the full GLVQ's charged bits (N per weight plus `side_charge` × its side information); salience and
     energy: one value per group of the model; allocation: the method's N ± 1 bits by salience;
     shuffled: the same widths dealt by a seeded shuffle of the salience order (a falsifier's).
     """
@@ -330,6 +348,7 @@ class BitPlan:
     allocation: Tensor
     shuffled_salience: Tensor
     shuffled: Tensor
+    side_charge: float = 1.0
 
 
 def scalar_side_bits(layers: dict[str, nn.Linear], block: int | None, n_groups: int) -> int:
@@ -351,10 +370,25 @@ def glvq_side_bits(
     for name, layer in layers.items():
         widths = allocation[groups[name]]
         n_lattices = len(torch.unique(widths)) if settings.shared else widths.numel()
-        per_group = WIDTH_CODE_BITS + (2 * FP16_BITS if settings.companding else 0)
+        per_group = WIDTH_CODE_BITS + (FP16_BITS if settings.companding else 0)
+        mus = (1 if settings.global_mu else widths.numel()) if settings.companding else 0
         rows = FP16_BITS * layer.weight.shape[0] if settings.row_scale else 0
-        total += n_lattices * settings.dim**2 * FP16_BITS + widths.numel() * per_group + rows
+        total += n_lattices * settings.dim**2 * FP16_BITS + widths.numel() * per_group + mus * FP16_BITS + rows
     return total
+
+
+def per_row_side_bits(layers: dict[str, nn.Linear], block: int | None = None, coder: str = "glvq") -> int:
+    """The part of an arm's side information that does not shrink with larger groups: GLVQ's fp16 scale per
+    row, a scalar grid's fp16 step per scale block of every row. The rest (G, μ, s and the width codes, per
+    group) is what larger groups amortize, and what `BitPlan.side_charge` scales."""
+    if coder == "glvq":
+        return sum(FP16_BITS * layer.weight.shape[0] for layer in layers.values())
+    return scalar_side_bits(layers, block, 0)
+
+
+def charged_bits(side: int, per_row: int, charge: float) -> float:
+    """Side bits as the equal-budget rule charges them: the per-row part in full, the per-group part × charge."""
+    return per_row + charge * (side - per_row)
 
 
 def bit_plan(
@@ -365,13 +399,19 @@ def bit_plan(
     settings: GLVQSettings,
     fraction: float,
     seed: int,
+    side_charge: float = 1.0,
 ) -> BitPlan:
-    """The budget and orders at N = `bits`: the full GLVQ (`settings`, salience bits) sets the budget."""
+    """The budget and orders at N = `bits`: the full GLVQ (`settings`, salience bits) sets the budget.
+
+    `side_charge`: the share of every arm's side information the equal-budget rule charges (1: all of
+    it, the toy's groups; the paper's share: `experiment.PAPER_SIDE_CHARGE`)."""
     groups = _groups_of(layers, settings)
     salience = group_salience(layers, hessians, fisher, bits, settings)
     allocation = allocate_bits(salience, bits, fraction)
     n_weights = sum(layer.weight.numel() for layer in layers.values())
-    budget = bits * n_weights + glvq_side_bits(layers, settings, allocation, groups)
+    side = glvq_side_bits(layers, settings, allocation, groups)
+    rows = per_row_side_bits(layers) if settings.row_scale else 0
+    budget = bits * n_weights + charged_bits(side, rows, side_charge)
     generator = torch.Generator().manual_seed(seed)
     shuffled_salience = salience[torch.randperm(salience.numel(), generator=generator)]
     return BitPlan(
@@ -385,6 +425,7 @@ def bit_plan(
         allocation=allocation,
         shuffled_salience=shuffled_salience,
         shuffled=allocate_bits(shuffled_salience, bits, fraction),
+        side_charge=side_charge,
     )
 
 
@@ -398,6 +439,8 @@ def arm_allocation(plan: BitPlan, arm: Arm, side_bits: Callable[[Tensor], int]) 
     else:
         start, priority = torch.full_like(plan.allocation, plan.bits), plan.energy
     allocation = start
+    if arm.nominal:
+        return allocation
     for _ in range(3):  # the side bits of a shared lattice depend on the widths a layer holds
         spare = plan.budget - side_bits(allocation) - int(start.sum()) * plan.group_weights
         moved = match_bits(start, priority, round(spare / plan.group_weights))
@@ -423,13 +466,19 @@ def quantize_model(
     layers = model.linear_layers()
     n_groups = plan.allocation.numel()
     lattice = arm.settings(settings)
+    c = plan.side_charge
     if arm.coder == "glvq":
-        allocation = arm_allocation(plan, arm, lambda a: glvq_side_bits(layers, lattice, a, plan.groups))
+        rows = per_row_side_bits(layers) if lattice.row_scale else 0
+        allocation = arm_allocation(
+            plan, arm, lambda a: charged_bits(glvq_side_bits(layers, lattice, a, plan.groups), rows, c)
+        )
     else:
+        rows = per_row_side_bits(layers, block, arm.coder)
         side = scalar_side_bits(layers, block, n_groups)
-        allocation = arm_allocation(plan, arm, lambda a: side)
+        allocation = arm_allocation(plan, arm, lambda a: charged_bits(side, rows, c))
     weights: dict[str, Tensor] = {}
     index = side = 0
+    steps = []
     for name, layer in layers.items():
         W = layer.weight.detach()
         widths = allocation[plan.groups[name]].to(W.device)
@@ -438,6 +487,8 @@ def quantize_model(
             weights[name] = decode(code)
             index += code.index_bits()
             side += code.side_bits()
+            if code.steps is not None and code.steps[1] > 0:
+                steps.append(code.steps)
             continue
         row_bits = widths.repeat_interleave(W.shape[0] // widths.numel())
         if arm.coder == "rtn":
@@ -450,12 +501,17 @@ def quantize_model(
     else:
         side = scalar_side_bits(layers, block, n_groups)
     assert index == int(allocation.sum()) * plan.group_weights
-    return weights, {
+    sizes = {
         "bpw": (index + side) / plan.n_weights,
+        "cbpw": (index + charged_bits(side, rows, c)) / plan.n_weights,
         "index": float(index),
         "side": float(side),
         "width": index / plan.n_weights,
     }
+    if steps:
+        # the alternation at each lattice's best calibration error, median over the matrices' medians
+        sizes["step"], sizes["limit"] = float(np.median([s for s, _ in steps])), float(steps[0][1])
+    return weights, sizes
 
 
 def with_weights(model: TinyLM, weights: dict[str, Tensor]) -> TinyLM:

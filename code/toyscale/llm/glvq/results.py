@@ -12,19 +12,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from toyscale.core import BOOK_SEEDS
 from toyscale.core.boundary import Boundary, sweep
 
-from .experiment import SYNTHETIC_KINDS, Config, Result, run
+from .experiment import PAPER_SIDE_CHARGE, SYNTHETIC_KINDS, Config, Result, run
 from .synthetic import SYNTHETIC_ARMS, equal_rate_gain, synthetic_groups, synthetic_points
 
 #: Tail heaviness 1/ν of the warm-up's boundary: from Gaussian (0) to Student-t with ν = 2.5.
 TAIL_POINTS = (0.0, 0.1, 0.2, 1 / 3, 0.4)
 _POINT_FIELDS = ("bits", "rate", "sqnr")
+#: The LM boundary (CLAIMS.md §7): the share of the per-group side information the budget charges, from none
+#: through the paper's (1/64) to all of it (the toy's own 2,048-weight groups, the chapter's previous world).
+SIDE_POINTS = (0.0, PAPER_SIDE_CHARGE, 0.25, 1.0)
 
 
 @dataclass
@@ -34,6 +37,7 @@ class Reference:
     results: list[Result]
     tails: Boundary  # groups stretched and rotated, as the warm-up's structured groups
     tails_flat: Boundary  # i.i.d. coordinates: tails without a shape
+    side: dict[str, Boundary] = field(default_factory=dict)  # RTN − GLVQ (and − GLVQ, μ free) over the side charge
 
 
 def tail_gain(config: Config, inverse_dof: float, seed: int, *, mixing: bool = True) -> float:
@@ -60,6 +64,39 @@ def tail_boundary(config: Config, points: Sequence[float], seeds: Sequence[int],
         parameter=f"tail heaviness 1/ν ({shape})",
         delta_name="Δ SQNR dB (GLVQ − best scalar grid)",
     )
+
+
+#: The LM boundary's two rows: GLVQ as the paper runs it, and with μ free (a departure).
+SIDE_METHODS = {"glvq": "glvq", "glvq_mu_free": "glvq_mu_free"}
+
+
+def side_gains(config: Config, charge: float, seed: int) -> dict[str, float]:
+    """RTN_sb's 2-bit test bpc minus GLVQ's and minus GLVQ's with μ free, with `charge` of the side information."""
+    changed = replace(
+        config,
+        side_charge=charge,
+        arms=("glvq", "glvq_mu_free", "rtn_sb"),
+        bits=(2,),
+        ablation_bits=(2,),
+        synthetic=False,
+    )
+    m = run(changed, seed=seed).metrics
+    return {name: m["rtn_sb"]["bpc@2"] - m[arm]["bpc@2"] for name, arm in SIDE_METHODS.items()}
+
+
+def side_boundary(config: Config, points: Sequence[float], seeds: Sequence[int]) -> dict[str, Boundary]:
+    """Where the LM effect lives: Δ bpc (RTN_sb − GLVQ) across the side information's share (CLAIMS.md §7)."""
+    gains = {(x, s): side_gains(config, x, s) for x in points for s in seeds}
+    return {
+        name: Boundary(
+            "share of the per-group side information charged",
+            tuple(float(x) for x in points),
+            tuple(seeds),
+            np.array([[gains[x, s][name] for s in seeds] for x in points]),
+            f"Δ test bpc at 2 bits (RTN_sb − {'GLVQ' if name == 'glvq' else 'GLVQ, μ free'})",
+        )
+        for name in SIDE_METHODS
+    }
 
 
 def bits_boundary(results: Sequence[Result]) -> Boundary:
@@ -109,6 +146,8 @@ def reference_arrays(seeds: Sequence[int] = BOOK_SEEDS) -> dict[str, np.ndarray]
     for prefix, mixing in (("tails", True), ("tails_flat", False)):
         boundary = tail_boundary(config, TAIL_POINTS, seeds, mixing=mixing)
         arrays.update({f"{prefix}/{key}": value for key, value in boundary.as_arrays().items()})
+    for name, boundary in side_boundary(config, SIDE_POINTS, seeds).items():
+        arrays.update({f"side_{name}/{key}": value for key, value in boundary.as_arrays().items()})
     return arrays
 
 
@@ -157,7 +196,8 @@ def reference_from_arrays(arrays: dict[str, np.ndarray]) -> Reference:
             {key.removeprefix(f"{prefix}/"): value for key, value in arrays.items() if key.startswith(f"{prefix}/")}
         )
 
-    return Reference(results, boundary("tails"), boundary("tails_flat"))
+    side = {name: boundary(f"side_{name}") for name in SIDE_METHODS}
+    return Reference(results, boundary("tails"), boundary("tails_flat"), side)
 
 
 def reference() -> Reference:

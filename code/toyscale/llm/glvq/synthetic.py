@@ -31,10 +31,10 @@ from toyscale.llm.glvq.lattice import (
 )
 from toyscale.llm.glvq.quantize import rtn_quantize
 
-SYNTHETIC_ARMS = ("rtn", "pca_rtn", "glvq")
-SCALAR_ARMS = ("rtn", "pca_rtn")  # the scalar grids GLVQ is compared with
-#: What may run under GLVQ's name in the warm-up: the method, or a falsifier's change.
-SYNTHETIC_METHODS = ("glvq", "scalar_grid", "rtn")
+SYNTHETIC_ARMS = ("rtn", "pca_rtn", "white_rtn", "glvq")
+SCALAR_ARMS = ("rtn", "pca_rtn", "white_rtn")  # the scalar transform coders GLVQ is compared with
+#: What may run under GLVQ's name in the warm-up: the method, or a falsifier's change (a scalar arm in its place).
+SYNTHETIC_METHODS = ("glvq", "scalar_grid", *SCALAR_ARMS)
 
 
 def synthetic_groups(
@@ -84,11 +84,34 @@ def pca_rtn(X: Tensor, bits: int, n_groups: int) -> Tensor:
     return torch.cat(out)
 
 
+def white_rtn(X: Tensor, bits: int, n_groups: int) -> Tensor:
+    """Per group: whiten with the Cholesky factor L of the covariance (stored in fp16), RTN with one step, then L·q.
+
+    A scalar transform coder with the lattice's own starting shape: G⁽⁰⁾ = α L is this grid, before
+    companding and learning."""
+    groups = X.reshape(n_groups, -1, X.shape[1])
+    out = []
+    for V in groups:
+        L = torch.linalg.cholesky(V.T @ V / V.shape[0]).half().double()  # stored in fp16
+        Z = torch.linalg.solve_triangular(L, V.T, upper=False)  # (d, n) whitened coordinates
+        Z_hat, _ = rtn_quantize(Z.reshape(1, -1), bits)  # one step for the group
+        out.append((L @ Z_hat.reshape(Z.shape)).T)
+    return torch.cat(out)
+
+
+_CODERS = {
+    "rtn": lambda X, b, g: rtn_quantize(X, b, block=X.numel() // g)[0],
+    "pca_rtn": pca_rtn,
+    "white_rtn": white_rtn,
+}
+
+
 def _side_bits(arm: str, dim: int, n_groups: int, code: GLVQCode | None = None) -> int:
     """Side information of one arm over all groups: RTN one step, PCA + RTN a rotation and d steps, GLVQ its code's."""
     if code is not None:
         return code.side_bits()
-    return n_groups * {"rtn": FP16_BITS, "pca_rtn": (dim * dim + dim) * FP16_BITS}[arm]
+    per_group = {"rtn": 1, "pca_rtn": dim * dim + dim, "white_rtn": dim * (dim + 1) // 2 + 1}[arm]
+    return n_groups * per_group * FP16_BITS
 
 
 def synthetic_points(
@@ -97,7 +120,8 @@ def synthetic_points(
     """Every arm's (index bits, total bits per coordinate, SQNR) at each b of `bits`; scalar arms also at b + 1.
 
     `method` is what runs under GLVQ's name: the method ('glvq'), its lattice replaced by a scalar
-    grid ('scalar_grid': G = α σ I, companded, not learned) or RTN ('rtn'): the falsifiers.
+    grid ('scalar_grid': G = α σ I, companded, not learned) or a scalar arm ('rtn', 'pca_rtn',
+    'white_rtn'): the falsifiers.
     """
     if method not in SYNTHETIC_METHODS:
         raise ValueError(f"method must be one of {SYNTHETIC_METHODS}, got {method!r}")
@@ -117,11 +141,11 @@ def synthetic_points(
 
     scalar_bits = sorted(set(bits) | {b + 1 for b in bits})
     for b in scalar_bits:
-        add("rtn", b, rtn_quantize(X, b, block=group_size)[0], _side_bits("rtn", X.shape[1], n_groups))
-        add("pca_rtn", b, pca_rtn(X, b, n_groups), _side_bits("pca_rtn", X.shape[1], n_groups))
+        for arm in SCALAR_ARMS:
+            add(arm, b, _CODERS[arm](X, b, n_groups), _side_bits(arm, X.shape[1], n_groups))
     for b in bits:
-        if method == "rtn":
-            add("glvq", b, rtn_quantize(X, b, block=group_size)[0], _side_bits("rtn", X.shape[1], n_groups))
+        if method in SCALAR_ARMS:
+            add("glvq", b, _CODERS[method](X, b, n_groups), _side_bits(method, X.shape[1], n_groups))
         else:
             code = glvq_quantize(X, identity, b, lattices[method])
             add("glvq", b, decode(code), code.side_bits())
