@@ -386,7 +386,21 @@ glvq.attribution_table(reference.results)
 # and plots RTN's 2-bit bpc minus GLVQ's (solid), and minus GLVQ's with μ free (dotted, a
 # departure), mean ± sd over the five seeds; positive favours GLVQ.
 
+
 # %%
+def add_dotted(fig, boundary, name):
+    """Draw a second boundary's mean ± sd on `fig`, dotted, and show the figure."""
+    fig.add_scatter(
+        x=list(boundary.points),
+        y=boundary.mean.tolist(),
+        error_y=dict(type="data", array=boundary.sd.tolist(), visible=True),
+        mode="lines+markers",
+        name=f"{name}, mean ± sd",
+        line=dict(dash="dot", color="#6C8EBF"),
+    )
+    fig.show()
+
+
 side = reference.side["glvq"]
 fig = fig_boundary(
     side,
@@ -394,16 +408,9 @@ fig = fig_boundary(
     margin=glvq.claims.BEATS_MARGIN,
     x_title="share of the per-group side information charged (1: the toy's groups)",
 )
+
 free = reference.side["glvq_mu_free"]
-fig.add_scatter(
-    x=list(free.points),
-    y=free.mean.tolist(),
-    error_y=dict(type="data", array=free.sd.tolist(), visible=True),
-    mode="lines+markers",
-    name="GLVQ with μ free (a departure), mean ± sd",
-    line=dict(dash="dot", color="#6C8EBF"),
-)
-fig.show()
+add_dotted(fig, free, "GLVQ with μ free (a departure)")
 Table(
     ["share charged", "RTN − GLVQ", "sd", "RTN − GLVQ (μ free)", "sd"],
     [
@@ -447,15 +454,7 @@ fig = fig_boundary(
     x_title="tail heaviness 1/ν (0: Gaussian)",
 )
 flat = reference.tails_flat
-fig.add_scatter(
-    x=list(flat.points),
-    y=flat.mean.tolist(),
-    error_y=dict(type="data", array=flat.sd.tolist(), visible=True),
-    mode="lines+markers",
-    name="i.i.d. coordinates (no shape), mean ± sd",
-    line=dict(dash="dot", color="#6C8EBF"),
-)
-fig.show()
+add_dotted(fig, flat, "i.i.d. coordinates (no shape)")
 Table(
     ["1/ν", "stretched groups: Δ dB", "sd", "i.i.d. coordinates: Δ dB", "sd"],
     [
